@@ -1,0 +1,72 @@
+//===- dp/Import/ONNXImporter.h - ONNX models to dp::Graph ------*- C++ -*-===//
+//
+// Part of the dp project.
+//
+//===----------------------------------------------------------------------===//
+///
+/// \file
+/// Reads an ONNX model (binary protobuf or ONNX text syntax), checks it with
+/// the ONNX checker, infers every shape with ONNX shape inference and builds
+/// a dp::Graph in which every tensor has a static shape.
+///
+/// Weight bytes are never needed: initializers are imported by type, those
+/// stored as external data import whether or not the data file exists, and
+/// float or large initializers are dropped from the working copy of the
+/// model before checking and inference.
+///
+//===----------------------------------------------------------------------===//
+
+#ifndef DP_IMPORT_ONNXIMPORTER_H
+#define DP_IMPORT_ONNXIMPORTER_H
+
+#include "dp/IR/Graph.h"
+#include "dp/IR/PassManager.h"
+
+#include "llvm/ADT/Optional.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Support/MemoryBufferRef.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace dp {
+
+struct ImportOptions {
+  /// Sets dimension 0 of the graph inputs to this value: of those whose
+  /// dimension 0 is symbolic if there are any, else of every input.
+  llvm::Optional<int64_t> Batch;
+  /// Sets every input dimension named first (an ONNX dim_param) to second.
+  std::vector<std::pair<std::string, int64_t>> Dims;
+};
+
+/// Imports the ONNX model in \p Buffer. Errors are located at the node and
+/// tensor they concern; errors that several nodes have are all returned.
+llvm::Expected<Graph> importONNX(llvm::MemoryBufferRef Buffer,
+                                 const ImportOptions &Opts = {});
+
+/// Whether \p Bytes looks like ONNX text syntax rather than a binary
+/// protobuf (only printable text in its first bytes).
+bool looksLikeONNXText(llvm::StringRef Bytes);
+
+/// The "import-onnx" pass: replaces the (empty) graph by the model read
+/// from the pipeline's input.
+class ImportONNXPass {
+public:
+  explicit ImportONNXPass(ImportOptions Opts = {}) : Opts(std::move(Opts)) {}
+
+  static llvm::StringRef name() { return "import-onnx"; }
+  llvm::Error run(Graph &G, PassContext &Ctx);
+  void printPipeline(llvm::raw_ostream &OS) const;
+
+  /// Parses the pass options "batch=N" and "dim=NAME:N" (repeatable).
+  static llvm::Expected<ImportOptions>
+  parseOptions(llvm::ArrayRef<std::pair<std::string, std::string>> KVs);
+
+private:
+  ImportOptions Opts;
+};
+
+} // namespace dp
+
+#endif // DP_IMPORT_ONNXIMPORTER_H

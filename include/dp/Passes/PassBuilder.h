@@ -1,0 +1,68 @@
+//===- dp/Passes/PassBuilder.h - Parsing pass pipelines ---------*- C++ -*-===//
+//
+// Part of the dp project.
+//
+//===----------------------------------------------------------------------===//
+///
+/// \file
+/// Builds PassManagers from pipeline text such as
+///
+///   import-onnx{batch=8,dim=seq:128},verify,summary
+///
+/// A pipeline is a comma-separated list of pass names, each optionally
+/// followed by options in braces: "key=value" pairs separated by commas.
+/// A value may itself contain balanced braces (e.g.
+/// "colocate{strategy=merge{groups=64}}"). The passes come from
+/// lib/Passes/PassRegistry.def, the one list of them.
+///
+//===----------------------------------------------------------------------===//
+
+#ifndef DP_PASSES_PASSBUILDER_H
+#define DP_PASSES_PASSBUILDER_H
+
+#include "dp/IR/PassManager.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace dp {
+
+/// What the registry says of one pass.
+struct PassInfo {
+  llvm::StringRef Name;
+  /// Option syntax ("batch=N,dim=NAME:N"), empty if the pass has none.
+  llvm::StringRef Params;
+  llvm::StringRef Description;
+};
+
+/// One pass of a parsed pipeline: its name and options, in the order given.
+struct PipelineElement {
+  std::string Name;
+  std::vector<std::pair<std::string, std::string>> Options;
+  /// Whether the text had braces after the name (even empty ones).
+  bool HasBraces = false;
+};
+
+/// Every registered pass, in registry order.
+llvm::ArrayRef<PassInfo> getRegisteredPasses();
+
+/// Splits pipeline text into elements without looking the names up.
+llvm::Expected<std::vector<PipelineElement>>
+parsePipelineText(llvm::StringRef Text);
+
+/// Parses \p Text and appends its passes to \p PM. Unknown passes and bad
+/// options are errors that quote the pipeline.
+llvm::Error parsePassPipeline(PassManager &PM, llvm::StringRef Text);
+
+/// Writes "  name{params}  description" for every pass.
+void printPassNames(llvm::raw_ostream &OS);
+
+} // namespace dp
+
+#endif // DP_PASSES_PASSBUILDER_H

@@ -1,0 +1,43 @@
+//===- dp/Support/Format.h - Number formatting helpers ----------*- C++ -*-===//
+//
+// Part of the dp project.
+//
+//===----------------------------------------------------------------------===//
+///
+/// \file
+/// Formatting of byte counts and floating-point numbers shared by the IR
+/// printer and the reports. Number output is locale-independent and exact.
+///
+//===----------------------------------------------------------------------===//
+
+#ifndef DP_SUPPORT_FORMAT_H
+#define DP_SUPPORT_FORMAT_H
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdint>
+#include <string>
+
+namespace dp {
+
+/// Writes \p Bytes with a binary unit, e.g. "12.0 GiB", "512 B".
+void writeBytes(llvm::raw_ostream &OS, uint64_t Bytes);
+std::string formatBytes(uint64_t Bytes);
+
+/// Writes the shortest decimal form of \p V that reads back as the same
+/// double; it always contains '.', 'e', "inf" or "nan", so it never reads
+/// as an integer.
+void writeDouble(llvm::raw_ostream &OS, double V);
+
+/// Returns the double whose shortest decimal form is that of the float
+/// \p V, so that 1e-5f becomes 1e-05 and not 9.99999974737875e-06.
+double floatToShortestDouble(float V);
+
+/// Parses a complete decimal floating-point number ("1.5", "-2e-3", "inf",
+/// "-inf", "nan"). Returns false if \p S is not one.
+bool parseDouble(llvm::StringRef S, double &V);
+
+} // namespace dp
+
+#endif // DP_SUPPORT_FORMAT_H

@@ -1,0 +1,596 @@
+//===- Bytecode.cpp - Binary form of the IR -------------------------------===//
+//
+// Part of the dp project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Layout (all integers LEB128; signed ones zig-zag encoded first; strings
+// are a length and bytes; doubles are 8 little-endian bytes):
+//
+//   magic, version
+//   graph name
+//   opsets:       count, (domain, version)*
+//   annotations:  attribute list
+//   inputs:       count, (name, type)*
+//   weights:      count, (name, type)*
+//   ops:          count, op*
+//   outputs:      count, tensor id*
+//
+//   op:   name, source name, domain, type,
+//         operands: count, (tensor id + 1, 0 for none)*,
+//         results:  count, (0 | 1 name type)*,
+//         attributes, annotations
+//   type: element type byte, rank, signed dims*
+//   attribute list: count, (name, kind byte, value)*
+//
+// Tensor ids number tensors in the order they are declared: inputs, weights,
+// then op results in op order, which is how Graph assigns them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dp/IR/Bytecode.h"
+#include "dp/Support/Diagnostics.h"
+
+#include "llvm/ADT/bit.h"
+#include "llvm/Support/Endian.h"
+
+#include <cstring>
+
+using namespace llvm;
+
+namespace dp {
+
+bool isBytecode(StringRef Bytes) { return Bytes.startswith(BytecodeMagic); }
+
+//===----------------------------------------------------------------------===//
+// Writer
+//===----------------------------------------------------------------------===//
+
+namespace {
+class Writer {
+public:
+  explicit Writer(raw_ostream &OS) : OS(OS) {}
+
+  void u(uint64_t V) {
+    do {
+      uint8_t B = V & 0x7f;
+      V >>= 7;
+      OS << char(V ? B | 0x80 : B);
+    } while (V);
+  }
+  void s(int64_t V) { u((uint64_t(V) << 1) ^ uint64_t(V >> 63)); }
+  void str(StringRef S) {
+    u(S.size());
+    OS << S;
+  }
+  void f(double V) {
+    char Buf[8];
+    support::endian::write64le(Buf, bit_cast<uint64_t>(V));
+    OS.write(Buf, 8);
+  }
+  void type(const TensorType &T) {
+    OS << char(T.DType);
+    u(T.Dims.size());
+    for (int64_t D : T.Dims)
+      s(D);
+  }
+  void summary(const GraphSummary &S) {
+    s(S.Nodes);
+    s(S.Inputs);
+    s(S.Outputs);
+    u(S.OpCounts.size());
+    for (const auto &[Type, Count] : S.OpCounts) {
+      str(Type);
+      s(Count);
+    }
+  }
+  void attr(const Attribute &A);
+  void attrs(const AttributeList &L) {
+    u(L.size());
+    for (const NamedAttribute &A : L) {
+      str(A.Name);
+      attr(A.Value);
+    }
+  }
+
+private:
+  raw_ostream &OS;
+};
+} // namespace
+
+void Writer::attr(const Attribute &A) {
+  OS << char(A.getKind());
+  switch (A.getKind()) {
+  case AttrKind::Int:
+    s(A.getInt());
+    return;
+  case AttrKind::Float:
+    f(A.getFloat());
+    return;
+  case AttrKind::String:
+    str(A.getString());
+    return;
+  case AttrKind::Ints:
+    u(A.getInts().size());
+    for (int64_t V : A.getInts())
+      s(V);
+    return;
+  case AttrKind::Floats:
+    u(A.getFloats().size());
+    for (double V : A.getFloats())
+      f(V);
+    return;
+  case AttrKind::Strings:
+    u(A.getStrings().size());
+    for (const std::string &V : A.getStrings())
+      str(V);
+    return;
+  case AttrKind::Tensor:
+  case AttrKind::Tensors:
+  case AttrKind::Type:
+  case AttrKind::Types:
+    u(A.getTensorTypes().size());
+    for (const TensorType &T : A.getTensorTypes())
+      type(T);
+    return;
+  case AttrKind::Graph:
+  case AttrKind::Graphs:
+    u(A.getGraphSummaries().size());
+    for (const GraphSummary &S : A.getGraphSummaries())
+      summary(S);
+    return;
+  }
+  llvm_unreachable("unknown AttrKind");
+}
+
+void writeBytecode(raw_ostream &OS, const Graph &G) {
+  Writer W(OS);
+  OS << BytecodeMagic;
+  W.u(BytecodeVersion);
+  W.str(G.getName());
+  W.u(G.getOpsets().size());
+  for (const OpsetImport &O : G.getOpsets()) {
+    W.str(O.Domain);
+    W.s(O.Version);
+  }
+  W.attrs(G.getAnnotations());
+  for (ArrayRef<TensorId> Decls : {G.getInputs(), G.getWeights()}) {
+    W.u(Decls.size());
+    for (TensorId T : Decls) {
+      W.str(G.getTensor(T).Name);
+      W.type(G.getTensor(T).Type);
+    }
+  }
+  W.u(G.getNumOps());
+  for (const Op &Node : G.ops()) {
+    W.str(Node.Name);
+    W.str(Node.SourceName);
+    W.str(Node.Domain);
+    W.str(Node.Type);
+    W.u(Node.Operands.size());
+    for (TensorId T : Node.Operands)
+      W.u(T == NoId ? 0 : uint64_t(T) + 1);
+    W.u(Node.Results.size());
+    for (TensorId T : Node.Results) {
+      if (T == NoId) {
+        W.u(0);
+        continue;
+      }
+      W.u(1);
+      W.str(G.getTensor(T).Name);
+      W.type(G.getTensor(T).Type);
+    }
+    W.attrs(Node.Attrs);
+    W.attrs(Node.Annotations);
+  }
+  W.u(G.getOutputs().size());
+  for (TensorId T : G.getOutputs())
+    W.u(T);
+}
+
+//===----------------------------------------------------------------------===//
+// Reader
+//===----------------------------------------------------------------------===//
+
+namespace {
+class Reader {
+public:
+  explicit Reader(MemoryBufferRef Buf)
+      : Buf(Buf), Data(Buf.getBuffer()), Pos(0) {}
+
+  Expected<Graph> read();
+
+private:
+  Error error(const Twine &Msg) const {
+    return makeFileError(Buf.getBufferIdentifier(), 0, 0,
+                         "invalid bytecode at byte " + Twine(Pos) + ": " +
+                             Msg);
+  }
+  Error u(uint64_t &V);
+  Error s(int64_t &V);
+  /// Reads a count of items each at least \p MinItemBytes long, refusing
+  /// counts the rest of the input cannot hold.
+  Error count(uint64_t &N, unsigned MinItemBytes = 1);
+  Error str(std::string &S);
+  Error f(double &V);
+  Error byte(uint8_t &B);
+  Error type(TensorType &T, bool AllowUnknown);
+  Error summary(GraphSummary &S);
+  Error attr(Attribute &A);
+  Error attrs(AttributeList &L);
+  Error tensorId(const Graph &G, uint64_t &Id);
+
+  MemoryBufferRef Buf;
+  StringRef Data;
+  size_t Pos;
+};
+} // namespace
+
+Error Reader::u(uint64_t &V) {
+  V = 0;
+  for (unsigned Shift = 0;; Shift += 7) {
+    if (Pos == Data.size())
+      return error("unexpected end of input");
+    if (Shift > 63)
+      return error("integer too large");
+    uint8_t B = Data[Pos++];
+    V |= uint64_t(B & 0x7f) << Shift;
+    if (!(B & 0x80))
+      return Error::success();
+  }
+}
+
+Error Reader::s(int64_t &V) {
+  uint64_t Z;
+  if (Error E = u(Z))
+    return E;
+  V = int64_t(Z >> 1) ^ -int64_t(Z & 1);
+  return Error::success();
+}
+
+Error Reader::count(uint64_t &N, unsigned MinItemBytes) {
+  if (Error E = u(N))
+    return E;
+  if (N > (Data.size() - Pos) / MinItemBytes)
+    return error("count " + Twine(N) + " exceeds the rest of the input");
+  return Error::success();
+}
+
+Error Reader::str(std::string &S) {
+  uint64_t N;
+  if (Error E = count(N))
+    return E;
+  S.assign(Data.data() + Pos, N);
+  Pos += N;
+  return Error::success();
+}
+
+Error Reader::f(double &V) {
+  if (Data.size() - Pos < 8)
+    return error("unexpected end of input");
+  V = bit_cast<double>(support::endian::read64le(Data.data() + Pos));
+  Pos += 8;
+  return Error::success();
+}
+
+Error Reader::byte(uint8_t &B) {
+  if (Pos == Data.size())
+    return error("unexpected end of input");
+  B = Data[Pos++];
+  return Error::success();
+}
+
+Error Reader::type(TensorType &T, bool AllowUnknown) {
+  uint8_t K = 0;
+  if (Error E = byte(K))
+    return E;
+  if (!isValidDType(K) && !(AllowUnknown && K == 0))
+    return error("unknown element type " + Twine(K));
+  T.DType = DTypeKind(K);
+  uint64_t Rank;
+  if (Error E = count(Rank))
+    return E;
+  T.Dims.resize(Rank);
+  for (int64_t &D : T.Dims) {
+    if (Error E = s(D))
+      return E;
+    if (D < 0 && !(AllowUnknown && D == UnknownDim))
+      return error("negative dimension");
+  }
+  return Error::success();
+}
+
+Error Reader::summary(GraphSummary &S) {
+  uint64_t N;
+  if (Error E = s(S.Nodes))
+    return E;
+  if (Error E = s(S.Inputs))
+    return E;
+  if (Error E = s(S.Outputs))
+    return E;
+  if (Error E = count(N, 2))
+    return E;
+  S.OpCounts.resize(N);
+  for (auto &[Type, Count] : S.OpCounts) {
+    if (Error E = str(Type))
+      return E;
+    if (Error E = s(Count))
+      return E;
+  }
+  return Error::success();
+}
+
+Error Reader::attr(Attribute &A) {
+  uint8_t K = 0;
+  if (Error E = byte(K))
+    return E;
+  if (K > uint8_t(AttrKind::Types))
+    return error("unknown attribute kind " + Twine(K));
+  AttrKind Kind = AttrKind(K);
+  uint64_t N;
+  switch (Kind) {
+  case AttrKind::Int: {
+    int64_t V = 0;
+    if (Error E = s(V))
+      return E;
+    A = Attribute::getInt(V);
+    return Error::success();
+  }
+  case AttrKind::Float: {
+    double V = 0;
+    if (Error E = f(V))
+      return E;
+    A = Attribute::getFloat(V);
+    return Error::success();
+  }
+  case AttrKind::String: {
+    std::string V;
+    if (Error E = str(V))
+      return E;
+    A = Attribute::getString(std::move(V));
+    return Error::success();
+  }
+  case AttrKind::Ints: {
+    if (Error E = count(N))
+      return E;
+    std::vector<int64_t> V(N);
+    for (int64_t &X : V)
+      if (Error E = s(X))
+        return E;
+    A = Attribute::getInts(std::move(V));
+    return Error::success();
+  }
+  case AttrKind::Floats: {
+    if (Error E = count(N, 8))
+      return E;
+    std::vector<double> V(N);
+    for (double &X : V)
+      if (Error E = f(X))
+        return E;
+    A = Attribute::getFloats(std::move(V));
+    return Error::success();
+  }
+  case AttrKind::Strings: {
+    if (Error E = count(N))
+      return E;
+    std::vector<std::string> V(N);
+    for (std::string &X : V)
+      if (Error E = str(X))
+        return E;
+    A = Attribute::getStrings(std::move(V));
+    return Error::success();
+  }
+  case AttrKind::Tensor:
+  case AttrKind::Tensors:
+  case AttrKind::Type:
+  case AttrKind::Types: {
+    if (Error E = count(N, 2))
+      return E;
+    bool Single = Kind == AttrKind::Tensor || Kind == AttrKind::Type;
+    if (Single && N != 1)
+      return error("a single-valued attribute holds " + Twine(N) + " values");
+    std::vector<TensorType> V(N);
+    for (TensorType &T : V)
+      if (Error E = type(T, /*AllowUnknown=*/true))
+        return E;
+    switch (Kind) {
+    case AttrKind::Tensor:
+      A = Attribute::getTensor(std::move(V.front()));
+      break;
+    case AttrKind::Type:
+      A = Attribute::getType(std::move(V.front()));
+      break;
+    case AttrKind::Tensors:
+      A = Attribute::getTensors(std::move(V));
+      break;
+    default:
+      A = Attribute::getTypes(std::move(V));
+      break;
+    }
+    return Error::success();
+  }
+  case AttrKind::Graph:
+  case AttrKind::Graphs: {
+    if (Error E = count(N, 4))
+      return E;
+    if (Kind == AttrKind::Graph && N != 1)
+      return error("a single-valued attribute holds " + Twine(N) + " values");
+    std::vector<GraphSummary> V(N);
+    for (GraphSummary &S : V)
+      if (Error E = summary(S))
+        return E;
+    A = Kind == AttrKind::Graph ? Attribute::getGraph(std::move(V.front()))
+                                : Attribute::getGraphs(std::move(V));
+    return Error::success();
+  }
+  }
+  llvm_unreachable("unknown AttrKind");
+}
+
+Error Reader::attrs(AttributeList &L) {
+  uint64_t N;
+  if (Error E = count(N, 2))
+    return E;
+  for (uint64_t I = 0; I != N; ++I) {
+    std::string Name;
+    if (Error E = str(Name))
+      return E;
+    if (L.contains(Name))
+      return error("attribute '" + Name + "' is set twice");
+    Attribute A;
+    if (Error E = attr(A))
+      return E;
+    L.set(Name, std::move(A));
+  }
+  return Error::success();
+}
+
+Error Reader::tensorId(const Graph &G, uint64_t &Id) {
+  if (Error E = u(Id))
+    return E;
+  if (Id >= G.getNumTensors())
+    return error("reference to tensor " + Twine(Id) +
+                 ", which is not defined yet");
+  return Error::success();
+}
+
+Expected<Graph> Reader::read() {
+  if (!isBytecode(Data))
+    return error("not dp bytecode");
+  Pos = BytecodeMagic.size();
+  uint64_t Version;
+  if (Error E = u(Version))
+    return std::move(E);
+  if (Version != BytecodeVersion)
+    return error("bytecode version " + Twine(Version) +
+                 " is not supported (expected " + Twine(BytecodeVersion) +
+                 ")");
+  Graph G;
+  std::string S;
+  if (Error E = str(S))
+    return std::move(E);
+  G.setName(S);
+
+  uint64_t N;
+  if (Error E = count(N, 2))
+    return std::move(E);
+  for (uint64_t I = 0; I != N; ++I) {
+    int64_t Version;
+    if (Error E = str(S))
+      return std::move(E);
+    if (Error E = this->s(Version))
+      return std::move(E);
+    for (const OpsetImport &O : G.getOpsets())
+      if (O.Domain == S)
+        return error("opset \"" + S + "\" is imported twice");
+    G.setOpset(S, Version);
+  }
+  if (Error E = attrs(G.getAnnotations()))
+    return std::move(E);
+
+  for (bool IsWeight : {false, true}) {
+    if (Error E = count(N, 3))
+      return std::move(E);
+    for (uint64_t I = 0; I != N; ++I) {
+      TensorType T;
+      if (Error E = str(S))
+        return std::move(E);
+      if (Error E = type(T, /*AllowUnknown=*/false))
+        return std::move(E);
+      if (S.empty() || G.lookupTensor(S) != NoId)
+        return error("tensor name '" + S + "' is empty or already defined");
+      if (IsWeight)
+        G.addWeight(S, std::move(T));
+      else
+        G.addInput(S, std::move(T));
+    }
+  }
+
+  if (Error E = count(N, 6))
+    return std::move(E);
+  std::string Name, Source, Domain, Type;
+  std::vector<TensorId> Operands;
+  std::vector<std::string> ResultNames;
+  std::vector<Graph::ResultSpec> Results;
+  for (uint64_t I = 0; I != N; ++I) {
+    if (Error E = str(Name))
+      return std::move(E);
+    if (Name.empty() || G.lookupOp(Name) != NoId)
+      return error("op name '" + Name + "' is empty or already defined");
+    if (Error E = str(Source))
+      return std::move(E);
+    if (Error E = str(Domain))
+      return std::move(E);
+    if (Error E = str(Type))
+      return std::move(E);
+    uint64_t M;
+    if (Error E = count(M))
+      return std::move(E);
+    Operands.assign(M, NoId);
+    for (TensorId &T : Operands) {
+      uint64_t Id;
+      if (Error E = u(Id))
+        return std::move(E);
+      if (Id == 0)
+        continue;
+      if (Id - 1 >= G.getNumTensors())
+        return error("op '" + Name + "' uses tensor " + Twine(Id - 1) +
+                     ", which is not defined before it");
+      T = TensorId(Id - 1);
+    }
+    if (Error E = count(M))
+      return std::move(E);
+    ResultNames.assign(M, std::string());
+    std::vector<TensorType> Types(M);
+    for (uint64_t R = 0; R != M; ++R) {
+      uint8_t Present = 0;
+      if (Error E = byte(Present))
+        return std::move(E);
+      if (Present > 1)
+        return error("invalid result marker");
+      if (!Present)
+        continue;
+      if (Error E = str(ResultNames[R]))
+        return std::move(E);
+      if (ResultNames[R].empty() || G.lookupTensor(ResultNames[R]) != NoId ||
+          std::count(ResultNames.begin(), ResultNames.begin() + R,
+                     ResultNames[R]))
+        return error("tensor name '" + ResultNames[R] +
+                     "' is empty or already defined");
+      if (Error E = type(Types[R], /*AllowUnknown=*/false))
+        return std::move(E);
+    }
+    Results.clear();
+    for (uint64_t R = 0; R != M; ++R)
+      Results.push_back({ResultNames[R], Types[R]});
+    AttributeList Attrs, Annotations;
+    if (Error E = attrs(Attrs))
+      return std::move(E);
+    if (Error E = attrs(Annotations))
+      return std::move(E);
+    OpId Id = G.addOp(Name, Domain, Type, Operands, Results, std::move(Attrs));
+    G.getOp(Id).Annotations = std::move(Annotations);
+    G.setSourceName(Id, Source);
+  }
+
+  if (Error E = count(N))
+    return std::move(E);
+  for (uint64_t I = 0; I != N; ++I) {
+    uint64_t Id;
+    if (Error E = tensorId(G, Id))
+      return std::move(E);
+    if (is_contained(G.getOutputs(), TensorId(Id)))
+      return error("tensor " + Twine(Id) + " is an output twice");
+    G.addOutput(TensorId(Id));
+  }
+  if (Pos != Data.size())
+    return error("trailing bytes after the graph");
+  return std::move(G);
+}
+
+Expected<Graph> readBytecode(MemoryBufferRef Buffer) {
+  Reader R(Buffer);
+  return R.read();
+}
+
+} // namespace dp

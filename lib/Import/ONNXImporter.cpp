@@ -1,0 +1,1019 @@
+//===- ONNXImporter.cpp - ONNX models to dp::Graph ------------------------===//
+//
+// Part of the dp project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dp/Import/ONNXImporter.h"
+#include "dp/Support/Diagnostics.h"
+#include "dp/Support/Format.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/StringSaver.h"
+
+#include "onnx/checker.h"
+#include "onnx/defs/parser.h"
+#include "onnx/defs/schema.h"
+#include "onnx/onnx_pb.h"
+#include "onnx/shape_inference/implementation.h"
+
+#include <google/protobuf/arena.h>
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
+#include <climits>
+#include <map>
+#include <queue>
+#include <regex>
+
+using namespace llvm;
+
+namespace dp {
+
+/// Integer initializers up to this many elements stay in the working copy
+/// of the model: shape inference reads their values (Reshape's shape,
+/// Slice's starts, ...). Everything else is known by type only.
+static constexpr int64_t MaxInlineIntElements = 1024;
+
+/// At most this many independent errors are reported for one model.
+static constexpr unsigned MaxReportedErrors = 20;
+
+bool looksLikeONNXText(StringRef Bytes) {
+  StringRef Head = Bytes.take_front(4096);
+  if (Head.empty())
+    return false;
+  for (unsigned char C : Head)
+    if (C < 0x20 && C != '\t' && C != '\n' && C != '\r' && C != '\f' &&
+        C != '\v')
+      return false;
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// Reading the ModelProto
+//===----------------------------------------------------------------------===//
+
+/// Turns the "(line: L column: C)" of an ONNX parser message into a
+/// located error.
+static Error makeTextParseError(StringRef File, StringRef Message) {
+  static const std::regex Pos(R"(\(line: (\d+) column: (\d+)\))");
+  std::string Msg = Message.str();
+  std::smatch M;
+  unsigned Line = 0, Col = 0;
+  if (std::regex_search(Msg, M, Pos)) {
+    Line = std::stoul(M[1]);
+    Col = std::stoul(M[2]);
+  }
+  // Keep the parser's own explanation: the text after its position header
+  // and context lines.
+  StringRef Text(Message);
+  SmallVector<StringRef, 4> Lines;
+  Text.split(Lines, '\n', -1, /*KeepEmpty=*/false);
+  StringRef Why = Lines.empty() ? Text : Lines.back().trim();
+  std::string Reason =
+      Why.startswith("[ParseError") ? "syntax error" : Why.rtrim('.').str();
+  if (Reason.size() > 1 && isupper(Reason[0]) && !isupper(Reason[1]))
+    Reason[0] = toLower(Reason[0]);
+  return makeFileError(File, Line, Col, "invalid ONNX text: " + Reason);
+}
+
+static Error readModel(MemoryBufferRef Buffer, onnx::ModelProto &Model) {
+  StringRef Bytes = Buffer.getBuffer();
+  StringRef File = Buffer.getBufferIdentifier();
+  if (Bytes.empty())
+    return makeFileError(File, 0, 0, "the file is empty");
+  if (looksLikeONNXText(Bytes)) {
+    // The ONNX parser wants a NUL-terminated string.
+    std::string Text = Bytes.str();
+    onnx::Status S = onnx::OnnxParser::Parse(Model, Text.c_str());
+    if (!S.IsOK())
+      return makeTextParseError(File, S.ErrorMessage());
+    return Error::success();
+  }
+  if (Bytes.size() > size_t(INT_MAX))
+    return makeFileError(File, 0, 0,
+                         "the model is larger than 2 GiB, protobuf's limit "
+                         "for one message; store its weights as external "
+                         "data");
+  google::protobuf::io::ArrayInputStream Raw(Bytes.data(), int(Bytes.size()));
+  google::protobuf::io::CodedInputStream Coded(&Raw);
+  Coded.SetTotalBytesLimit(INT_MAX);
+  Coded.SetRecursionLimit(1024);
+  if (!Model.ParseFromCodedStream(&Coded) || !Coded.ConsumedEntireMessage())
+    return makeFileError(File, 0, 0,
+                         "not a valid ONNX model: protobuf parsing failed "
+                         "(the file is truncated or is not an ONNX model)");
+  return Error::success();
+}
+
+//===----------------------------------------------------------------------===//
+// Type conversion
+//===----------------------------------------------------------------------===//
+
+static DTypeKind convertDType(int32_t T) {
+  return isValidDType(T) ? static_cast<DTypeKind>(T) : DTypeKind::Undefined;
+}
+
+/// Converts a TypeProto: a tensor type with known or unknown dims. Returns
+/// false for non-tensor types (sequences, maps, optionals).
+static bool convertTypeProto(const onnx::TypeProto &TP, TensorType &Out,
+                             bool *HasShape = nullptr) {
+  if (!TP.has_tensor_type()) {
+    if (TP.has_sparse_tensor_type()) {
+      const auto &ST = TP.sparse_tensor_type();
+      Out.DType = convertDType(ST.elem_type());
+      Out.Dims.clear();
+      for (const auto &D : ST.shape().dim())
+        Out.Dims.push_back(D.has_dim_value() ? D.dim_value() : UnknownDim);
+      if (HasShape)
+        *HasShape = ST.has_shape();
+      return true;
+    }
+    return false;
+  }
+  const auto &TT = TP.tensor_type();
+  Out.DType = convertDType(TT.elem_type());
+  Out.Dims.clear();
+  for (const auto &D : TT.shape().dim())
+    Out.Dims.push_back(D.has_dim_value() && D.dim_value() >= 0 ? D.dim_value()
+                                                               : UnknownDim);
+  if (HasShape)
+    *HasShape = TT.has_shape();
+  return true;
+}
+
+static TensorType convertTensorProtoType(const onnx::TensorProto &T) {
+  TensorType Out;
+  Out.DType = convertDType(T.data_type());
+  for (int64_t D : T.dims())
+    Out.Dims.push_back(D);
+  return Out;
+}
+
+static std::string qualifiedOpType(const onnx::NodeProto &N) {
+  if (N.domain().empty() || N.domain() == "ai.onnx")
+    return N.op_type();
+  return N.domain() + "::" + N.op_type();
+}
+
+static void summarize(const onnx::GraphProto &G, GraphSummary &S,
+                      std::map<std::string, int64_t> &Counts) {
+  for (const onnx::NodeProto &N : G.node()) {
+    ++S.Nodes;
+    ++Counts[qualifiedOpType(N)];
+    for (const onnx::AttributeProto &A : N.attribute()) {
+      if (A.has_g())
+        summarize(A.g(), S, Counts);
+      for (const onnx::GraphProto &Sub : A.graphs())
+        summarize(Sub, S, Counts);
+    }
+  }
+}
+
+static GraphSummary summarizeGraph(const onnx::GraphProto &G) {
+  GraphSummary S;
+  S.Inputs = G.input_size();
+  S.Outputs = G.output_size();
+  std::map<std::string, int64_t> Counts;
+  summarize(G, S, Counts);
+  S.OpCounts.assign(Counts.begin(), Counts.end());
+  return S;
+}
+
+static Expected<Attribute> convertAttribute(const onnx::NodeProto &N,
+                                            StringRef NodeName,
+                                            const onnx::AttributeProto &A) {
+  using AP = onnx::AttributeProto;
+  auto AttrType = A.type();
+  if (AttrType == AP::UNDEFINED) {
+    // Models from before IR version 2 may leave the type out; take it from
+    // the field that is set.
+    if (A.has_f())
+      AttrType = AP::FLOAT;
+    else if (A.has_i())
+      AttrType = AP::INT;
+    else if (A.has_s())
+      AttrType = AP::STRING;
+    else if (A.has_t())
+      AttrType = AP::TENSOR;
+    else if (A.has_g())
+      AttrType = AP::GRAPH;
+    else if (A.floats_size())
+      AttrType = AP::FLOATS;
+    else if (A.ints_size())
+      AttrType = AP::INTS;
+    else if (A.strings_size())
+      AttrType = AP::STRINGS;
+  }
+  switch (AttrType) {
+  case AP::FLOAT:
+    return Attribute::getFloat(floatToShortestDouble(A.f()));
+  case AP::INT:
+    return Attribute::getInt(A.i());
+  case AP::STRING:
+    return Attribute::getString(A.s());
+  case AP::FLOATS: {
+    std::vector<double> V;
+    V.reserve(A.floats_size());
+    for (float F : A.floats())
+      V.push_back(floatToShortestDouble(F));
+    return Attribute::getFloats(std::move(V));
+  }
+  case AP::INTS:
+    return Attribute::getInts({A.ints().begin(), A.ints().end()});
+  case AP::STRINGS:
+    return Attribute::getStrings({A.strings().begin(), A.strings().end()});
+  case AP::TENSOR:
+    return Attribute::getTensor(convertTensorProtoType(A.t()));
+  case AP::TENSORS: {
+    std::vector<TensorType> V;
+    for (const auto &T : A.tensors())
+      V.push_back(convertTensorProtoType(T));
+    return Attribute::getTensors(std::move(V));
+  }
+  case AP::SPARSE_TENSOR: {
+    TensorType T = convertTensorProtoType(A.sparse_tensor().values());
+    T.Dims.assign(A.sparse_tensor().dims().begin(),
+                  A.sparse_tensor().dims().end());
+    return Attribute::getTensor(std::move(T));
+  }
+  case AP::SPARSE_TENSORS: {
+    std::vector<TensorType> V;
+    for (const auto &S : A.sparse_tensors()) {
+      TensorType T = convertTensorProtoType(S.values());
+      T.Dims.assign(S.dims().begin(), S.dims().end());
+      V.push_back(std::move(T));
+    }
+    return Attribute::getTensors(std::move(V));
+  }
+  case AP::GRAPH:
+    return Attribute::getGraph(summarizeGraph(A.g()));
+  case AP::GRAPHS: {
+    std::vector<GraphSummary> V;
+    for (const auto &G : A.graphs())
+      V.push_back(summarizeGraph(G));
+    return Attribute::getGraphs(std::move(V));
+  }
+  case AP::TYPE_PROTO:
+  case AP::TYPE_PROTOS: {
+    std::vector<TensorType> V;
+    auto Convert = [&](const onnx::TypeProto &TP) {
+      TensorType T;
+      if (!convertTypeProto(TP, T))
+        T = TensorType(); // A non-tensor type: element type unknown.
+      V.push_back(std::move(T));
+    };
+    if (AttrType == AP::TYPE_PROTO) {
+      Convert(A.tp());
+      return Attribute::getType(std::move(V.front()));
+    }
+    for (const auto &TP : A.type_protos())
+      Convert(TP);
+    return Attribute::getTypes(std::move(V));
+  }
+  default:
+    break;
+  }
+  if (!A.ref_attr_name().empty())
+    return makeNodeError(NodeName, "attribute '" + A.name() +
+                                       "' refers to a function attribute, "
+                                       "which is only valid in functions");
+  return makeNodeError(NodeName, "attribute '" + A.name() +
+                                     "' has no value of a known type");
+}
+
+//===----------------------------------------------------------------------===//
+// The importer
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Tensor names of the working copy; the strings live in the model's arena.
+using NameSet = DenseSet<StringRef>;
+
+class ONNXImporter {
+public:
+  ONNXImporter(MemoryBufferRef Buffer, const ImportOptions &Opts)
+      : Buffer(Buffer), Opts(Opts),
+        Model(google::protobuf::Arena::CreateMessage<onnx::ModelProto>(
+            &Arena)) {}
+
+  Expected<Graph> run();
+
+private:
+  Error checkHeader();
+  Error collectWeights();
+  Error applyOverrides();
+  Error computeNodeNames();
+  Error sortNodes();
+  Error runChecker();
+  Error runShapeInference();
+  Expected<Graph> buildGraph();
+
+  void addError(Error E) {
+    if (++NumErrors <= MaxReportedErrors)
+      Errors = joinErrors(std::move(Errors), std::move(E));
+    else
+      consumeError(std::move(E));
+  }
+  Error takeErrors() {
+    if (NumErrors > MaxReportedErrors)
+      Errors = joinErrors(std::move(Errors),
+                          makeError(Twine(NumErrors - MaxReportedErrors) +
+                                    " more errors not shown"));
+    NumErrors = 0;
+    return std::move(Errors);
+  }
+
+  /// The unique dp name of node \p I of the working copy.
+  StringRef nodeName(int I) const { return Model->graph().node(I).name(); }
+  /// Finds the node a checker or inference message is about.
+  std::string findNodeInMessage(StringRef Msg) const;
+
+  MemoryBufferRef Buffer;
+  const ImportOptions &Opts;
+  /// The working copy of the model, in an arena: parsing allocates little
+  /// and freeing it is one step.
+  google::protobuf::Arena Arena;
+  onnx::ModelProto *Model;
+
+  struct WeightInfo {
+    StringRef Name;
+    TensorType Type;
+  };
+  /// Initializers in file order. Names point into Model, which keeps the
+  /// strings alive even after the initializer is dropped from it.
+  std::vector<WeightInfo> Weights;
+  NameSet WeightNames;
+  /// Strings the importer owns (names of dropped initializers).
+  BumpPtrAllocator Alloc;
+  StringSaver Saver{Alloc};
+  /// Outer-scope tensors that each node's subgraphs read, by node index;
+  /// empty for nodes without subgraphs.
+  std::vector<std::vector<StringRef>> ImplicitInputs;
+  /// The node names of the user's model, by node index of the working copy
+  /// (which carries unique dp names).
+  std::vector<std::string> SourceNames;
+  /// Whether node I was renamed (its source name differs from its name).
+  std::vector<bool> RenamedNodes;
+
+  Error Errors = Error::success();
+  unsigned NumErrors = 0;
+};
+
+} // namespace
+
+Error ONNXImporter::checkHeader() {
+  StringRef File = Buffer.getBufferIdentifier();
+  if (!Model->has_graph())
+    return makeFileError(File, 0, 0, "not an ONNX model: it has no graph");
+  if (Model->ir_version() <= 0)
+    return makeFileError(File, 0, 0,
+                         "not an ONNX model: ir_version is missing");
+  return Error::success();
+}
+
+Error ONNXImporter::collectWeights() {
+  onnx::GraphProto &G = *Model->mutable_graph();
+  NameSet InputNames;
+  InputNames.reserve(G.input_size());
+  for (const auto &VI : G.input())
+    InputNames.insert(VI.name());
+
+  auto &Inits = *G.mutable_initializer();
+  Weights.reserve(Inits.size());
+  WeightNames.reserve(Inits.size());
+  int NumKept = 0;
+  for (int I = 0, E = Inits.size(); I != E; ++I) {
+    const onnx::TensorProto &T = Inits.Get(I);
+    if (T.name().empty()) {
+      addError(makeError("an initializer has no name"));
+      continue;
+    }
+    StringRef Name = Saver.save(T.name());
+    if (!WeightNames.insert(Name).second) {
+      addError(makeTensorError("", Name, "two initializers have the same name"));
+      continue;
+    }
+    TensorType Type = convertTensorProtoType(T);
+    if (Type.DType == DTypeKind::Undefined) {
+      addError(makeTensorError("", Name,
+                               "weight has an unknown element type (" +
+                                   Twine(T.data_type()) + ")"));
+      continue;
+    }
+    if (!Type.isStatic()) {
+      addError(makeTensorError("", Name, "weight has a negative dimension"));
+      continue;
+    }
+    Optional<int64_t> NumElements = Type.getNumElements();
+    if (!NumElements || (getDTypeSize(Type.DType) && !Type.getSizeInBytes())) {
+      addError(makeTensorError("", Name,
+                               "weight size overflows a 64-bit byte count"));
+      continue;
+    }
+
+    bool IsInt = Type.DType == DTypeKind::I64 || Type.DType == DTypeKind::I32;
+    bool External = T.data_location() == onnx::TensorProto::EXTERNAL;
+    if (IsInt && !External && *NumElements <= MaxInlineIntElements) {
+      // Kept in the working copy, compacted to the front.
+      Inits.SwapElements(NumKept++, I);
+    } else if (!InputNames.contains(Name)) {
+      // Known by type only from here on: the working copy declares it as
+      // an input so that checking and inference see its type, not bytes.
+      onnx::ValueInfoProto *VI = G.add_input();
+      VI->set_name(T.name());
+      auto *TT = VI->mutable_type()->mutable_tensor_type();
+      TT->set_elem_type(T.data_type());
+      auto *Shape = TT->mutable_shape();
+      for (int64_t D : T.dims())
+        Shape->add_dim()->set_dim_value(D);
+    }
+    Weights.push_back({Name, std::move(Type)});
+  }
+  Inits.DeleteSubrange(NumKept, Inits.size() - NumKept);
+  for (const auto &S : G.sparse_initializer())
+    addError(makeTensorError("", S.values().name(),
+                             "sparse initializers are not supported"));
+  return takeErrors();
+}
+
+Error ONNXImporter::applyOverrides() {
+  if (!Opts.Batch && Opts.Dims.empty())
+    return Error::success();
+  onnx::GraphProto &G = *Model->mutable_graph();
+  auto IsDataInput = [&](const onnx::ValueInfoProto &VI) {
+    return !WeightNames.contains(VI.name()) && VI.type().has_tensor_type() &&
+           VI.type().tensor_type().has_shape();
+  };
+  // batch=N means the inputs' symbolic dimension 0 if any input has one
+  // (a model exported with a dynamic batch), else dimension 0 of every
+  // input (a model exported with a fixed batch).
+  bool AnySymbolicBatch = any_of(G.input(), [&](const auto &VI) {
+    if (!IsDataInput(VI) || VI.type().tensor_type().shape().dim_size() == 0)
+      return false;
+    return !VI.type().tensor_type().shape().dim(0).has_dim_value();
+  });
+  StringSet<> UsedDims;
+  for (onnx::ValueInfoProto &VI : *G.mutable_input()) {
+    if (!IsDataInput(VI))
+      continue;
+    auto *Shape = VI.mutable_type()->mutable_tensor_type()->mutable_shape();
+    for (int I = 0, E = Shape->dim_size(); I != E; ++I) {
+      auto *D = Shape->mutable_dim(I);
+      for (const auto &[Name, Value] : Opts.Dims) {
+        if (D->has_dim_param() && D->dim_param() == Name) {
+          D->set_dim_value(Value);
+          UsedDims.insert(Name);
+        }
+      }
+      if (I == 0 && Opts.Batch && (!AnySymbolicBatch || !D->has_dim_value()))
+        D->set_dim_value(*Opts.Batch);
+    }
+  }
+  for (const auto &KV : Opts.Dims)
+    if (!UsedDims.contains(KV.first))
+      addError(makeError("import-onnx: no graph input has a dimension named '" +
+                         KV.first + "'"));
+  // Shapes recorded for the old sizes would contradict the new ones: drop
+  // them and let inference recompute every shape.
+  G.clear_value_info();
+  for (onnx::ValueInfoProto &VI : *G.mutable_output()) {
+    if (!VI.type().has_tensor_type() || !VI.type().tensor_type().has_shape())
+      continue;
+    // The checker wants a shape on graph outputs: keep the rank, forget
+    // the sizes.
+    auto *Shape = VI.mutable_type()->mutable_tensor_type()->mutable_shape();
+    for (auto &D : *Shape->mutable_dim())
+      D.Clear();
+  }
+  return takeErrors();
+}
+
+/// Appends to \p Out, in first-use order, the names \p G's nodes (and their
+/// nested subgraphs) read from enclosing scopes. \p Local holds the names
+/// visible from enclosing subgraphs; \p Seen the names already appended or
+/// explicitly read by the node.
+static void collectOuterReads(const onnx::GraphProto &G,
+                              std::vector<StringRef> &Out, NameSet &Seen,
+                              NameSet Local) {
+  for (const auto &VI : G.input())
+    Local.insert(VI.name());
+  for (const auto &T : G.initializer())
+    Local.insert(T.name());
+  for (const onnx::NodeProto &N : G.node()) {
+    for (const std::string &In : N.input())
+      if (!In.empty() && !Local.contains(In) && Seen.insert(In).second)
+        Out.push_back(In);
+    for (const onnx::AttributeProto &A : N.attribute()) {
+      if (A.has_g())
+        collectOuterReads(A.g(), Out, Seen, Local);
+      for (const auto &Sub : A.graphs())
+        collectOuterReads(Sub, Out, Seen, Local);
+    }
+    for (const std::string &O : N.output())
+      if (!O.empty())
+        Local.insert(O);
+  }
+}
+
+static bool hasSubgraphs(const onnx::NodeProto &N) {
+  return any_of(N.attribute(), [](const onnx::AttributeProto &A) {
+    return A.has_g() || A.graphs_size();
+  });
+}
+
+Error ONNXImporter::computeNodeNames() {
+  onnx::GraphProto &G = *Model->mutable_graph();
+  int NumNodes = G.node_size();
+  // How often each explicit name occurs; names point into the model.
+  DenseMap<StringRef, unsigned> Explicit;
+  Explicit.reserve(NumNodes);
+  for (const onnx::NodeProto &N : G.node())
+    if (!N.name().empty())
+      ++Explicit[N.name()];
+
+  // Unique explicit names stay; other nodes get "<OpType>_<index>" (or
+  // "<name>.<k>" for a repeated name), never taking an explicit name.
+  DenseSet<StringRef> Taken;
+  Taken.reserve(NumNodes);
+  std::vector<std::string> NewNames(NumNodes);
+  std::vector<bool> Renamed(NumNodes, false);
+  for (int I = 0; I != NumNodes; ++I) {
+    const std::string &N = G.node(I).name();
+    if (!N.empty() && Explicit.lookup(N) == 1)
+      Taken.insert(N);
+  }
+  for (int I = 0; I != NumNodes; ++I) {
+    const onnx::NodeProto &N = G.node(I);
+    if (!N.name().empty() && Explicit.lookup(N.name()) == 1)
+      continue;
+    std::string Base = N.name();
+    if (Base.empty())
+      Base = (N.op_type().empty() ? std::string("node") : N.op_type()) + "_" +
+             std::to_string(I);
+    std::string Name = Base;
+    for (unsigned Suffix = 1;
+         Taken.contains(Name) || (Name != Base && Explicit.count(Name));
+         ++Suffix)
+      Name = Base + "." + std::to_string(Suffix);
+    NewNames[I] = std::move(Name);
+    Renamed[I] = true;
+    Taken.insert(Saver.save(NewNames[I]));
+  }
+  // The working copy carries the unique names from here on, so that the
+  // checker's and shape inference's messages name every node.
+  SourceNames.resize(NumNodes);
+  for (int I = 0; I != NumNodes; ++I) {
+    if (!Renamed[I])
+      continue;
+    onnx::NodeProto &N = *G.mutable_node(I);
+    SourceNames[I] = N.name();
+    N.set_name(std::move(NewNames[I]));
+  }
+  RenamedNodes = std::move(Renamed);
+  return Error::success();
+}
+
+Error ONNXImporter::sortNodes() {
+  onnx::GraphProto &G = *Model->mutable_graph();
+  int NumNodes = G.node_size();
+
+  // Where each tensor comes from: -1 for graph inputs and weights.
+  DenseMap<StringRef, int> Producer;
+  Producer.reserve(G.input_size() + Weights.size() + NumNodes);
+  for (const auto &VI : G.input())
+    Producer[VI.name()] = -1;
+  for (const WeightInfo &W : Weights)
+    Producer[W.Name] = -1;
+  for (int I = 0; I != NumNodes; ++I) {
+    for (const std::string &Out : G.node(I).output()) {
+      if (Out.empty())
+        continue;
+      auto [It, Inserted] = Producer.try_emplace(Out, I);
+      if (Inserted)
+        continue;
+      if (It->second < 0)
+        addError(makeTensorError(nodeName(I), Out,
+                                 "node output has the name of a graph input "
+                                 "or weight"));
+      else
+        addError(makeTensorError(nodeName(I), Out,
+                                 "tensor is produced twice (also by node '" +
+                                     nodeName(It->second) + "')"));
+    }
+  }
+  if (Error E = takeErrors())
+    return E;
+
+  // Dependencies, counting tensors that subgraphs read from this scope.
+  // Users are kept as a flat edge list sorted by producer.
+  ImplicitInputs.assign(NumNodes, {});
+  std::vector<std::pair<int, int>> Edges; // (producer, user)
+  Edges.reserve(NumNodes * 2);
+  std::vector<unsigned> Pending(NumNodes, 0);
+  auto AddDep = [&](int I, StringRef In) {
+    auto It = Producer.find(In);
+    if (It == Producer.end())
+      return false;
+    if (It->second >= 0) {
+      Edges.emplace_back(It->second, I);
+      ++Pending[I];
+    }
+    return true;
+  };
+  for (int I = 0; I != NumNodes; ++I) {
+    const onnx::NodeProto &N = G.node(I);
+    for (const std::string &In : N.input())
+      if (!In.empty() && !AddDep(I, In))
+        addError(makeTensorError(nodeName(I), In,
+                                 "no node, graph input or weight produces "
+                                 "this tensor"));
+    if (!hasSubgraphs(N))
+      continue;
+    NameSet Seen;
+    for (const std::string &In : N.input())
+      Seen.insert(In);
+    std::vector<StringRef> Reads;
+    for (const onnx::AttributeProto &A : N.attribute()) {
+      if (A.has_g())
+        collectOuterReads(A.g(), Reads, Seen, {});
+      for (const auto &Sub : A.graphs())
+        collectOuterReads(Sub, Reads, Seen, {});
+    }
+    // A name defined in no scope tracked here is left to the checker.
+    for (StringRef In : Reads)
+      if (AddDep(I, In))
+        ImplicitInputs[I].push_back(In);
+  }
+  if (Error E = takeErrors())
+    return E;
+  llvm::sort(Edges);
+  std::vector<unsigned> FirstEdge(NumNodes + 1, 0);
+  for (const auto &E : Edges)
+    ++FirstEdge[E.first + 1];
+  for (int I = 0; I != NumNodes; ++I)
+    FirstEdge[I + 1] += FirstEdge[I];
+
+  // Kahn's algorithm, always taking the ready node that comes first in the
+  // file, so that a sorted model keeps its order. In a sorted model the
+  // next node is almost always the smallest ready one.
+  std::priority_queue<int, std::vector<int>, std::greater<int>> Ready;
+  for (int I = 0; I != NumNodes; ++I)
+    if (!Pending[I])
+      Ready.push(I);
+  std::vector<int> Order;
+  Order.reserve(NumNodes);
+  while (!Ready.empty()) {
+    int I = Ready.top();
+    Ready.pop();
+    Order.push_back(I);
+    for (unsigned E = FirstEdge[I]; E != FirstEdge[I + 1]; ++E)
+      if (--Pending[Edges[E].second] == 0)
+        Ready.push(Edges[E].second);
+  }
+  if (int(Order.size()) != NumNodes) {
+    // Every node left is on a cycle or after one; walk back along pending
+    // producers from the first to find a cycle and name it.
+    int Start = 0;
+    while (!Pending[Start])
+      ++Start;
+    std::vector<int> Path;
+    DenseMap<int, unsigned> PosInPath;
+    int Cur = Start;
+    while (!PosInPath.count(Cur)) {
+      PosInPath[Cur] = Path.size();
+      Path.push_back(Cur);
+      int Next = -1;
+      auto Consider = [&](StringRef In) {
+        auto It = Producer.find(In);
+        if (Next < 0 && It != Producer.end() && It->second >= 0 &&
+            Pending[It->second])
+          Next = It->second;
+      };
+      for (const std::string &In : G.node(Cur).input())
+        Consider(In);
+      for (StringRef In : ImplicitInputs[Cur])
+        Consider(In);
+      assert(Next >= 0 && "a pending node has a pending producer");
+      Cur = Next;
+    }
+    std::string Cycle;
+    raw_string_ostream OS(Cycle);
+    // Path[PosInPath[Cur]..] is the cycle, walked against the dataflow.
+    for (size_t I = Path.size(); I-- > PosInPath[Cur];)
+      OS << "'" << nodeName(Path[I]) << "' -> ";
+    OS << "'" << nodeName(Path.back()) << "'";
+    return makeNodeError(nodeName(Cur), "the graph has a cycle: " + OS.str());
+  }
+
+  bool Sorted = true;
+  for (int I = 0; I != NumNodes; ++I)
+    Sorted &= Order[I] == I;
+  if (Sorted)
+    return Error::success();
+  // Permute the node pointers (no copies) and the per-node tables.
+  std::vector<onnx::NodeProto *> Nodes(NumNodes);
+  std::vector<std::string> Sources(NumNodes);
+  std::vector<std::vector<StringRef>> Implicit(NumNodes);
+  std::vector<bool> Renamed(NumNodes);
+  for (int I = 0; I != NumNodes; ++I) {
+    Nodes[I] = G.mutable_node(Order[I]);
+    Sources[I] = std::move(SourceNames[Order[I]]);
+    Implicit[I] = std::move(ImplicitInputs[Order[I]]);
+    Renamed[I] = RenamedNodes[Order[I]];
+  }
+  auto Ptrs = G.mutable_node()->pointer_begin();
+  for (int I = 0; I != NumNodes; ++I)
+    Ptrs[I] = Nodes[I];
+  SourceNames = std::move(Sources);
+  ImplicitInputs = std::move(Implicit);
+  RenamedNodes = std::move(Renamed);
+  return Error::success();
+}
+
+std::string ONNXImporter::findNodeInMessage(StringRef Msg) const {
+  // The checker says "... node. Name: X OpType: Y"; inference says
+  // "(op_type:Y, node name: X)". Node names in the working copy are the
+  // unique dp names.
+  static const std::regex Checker(R"(Name: (.*) OpType: )");
+  static const std::regex Inference(R"(node name: ([^)]*)\))");
+  std::string S = Msg.str();
+  std::smatch M;
+  if (std::regex_search(S, M, Checker) || std::regex_search(S, M, Inference))
+    return M[1];
+  return {};
+}
+
+/// Shortens an ONNX checker or inference message to its first line, without
+/// the bracketed categories, the node location (reported separately) and
+/// the context ONNX appends.
+static std::string cleanONNXMessage(StringRef Msg) {
+  static const std::regex Noise(
+      R"(\[[A-Za-z]+Error\] *|Shape inference error\(s\): *|)"
+      R"(\(op_type:[^)]*\): *)");
+  std::string First = Msg.split('\n').first.trim().str();
+  std::string Out = std::regex_replace(First, Noise, "");
+  Out = StringRef(Out).trim().rtrim('.').str();
+  if (Out.size() > 1 && isupper(Out[0]) && !isupper(Out[1]))
+    Out[0] = toLower(Out[0]);
+  return Out;
+}
+
+Error ONNXImporter::runChecker() {
+  try {
+    onnx::checker::check_model(*Model);
+  } catch (const std::exception &E) {
+    std::string Node = findNodeInMessage(E.what());
+    std::string Msg = "the ONNX checker rejects the model: " +
+                      cleanONNXMessage(E.what());
+    if (Node.empty())
+      return makeFileError(Buffer.getBufferIdentifier(), 0, 0, Msg);
+    return makeNodeError(Node, Msg);
+  }
+  return Error::success();
+}
+
+Error ONNXImporter::runShapeInference() {
+  try {
+    onnx::ShapeInferenceOptions Options(/*check_type_val=*/true,
+                                        /*strict_mode_val=*/1,
+                                        /*data_prop_val=*/true);
+    onnx::shape_inference::InferShapes(
+        *Model, onnx::OpSchemaRegistry::Instance(), Options);
+  } catch (const std::exception &E) {
+    std::string Node = findNodeInMessage(E.what());
+    std::string Msg = "shape inference failed: " + cleanONNXMessage(E.what());
+    if (Node.empty())
+      return makeFileError(Buffer.getBufferIdentifier(), 0, 0, Msg);
+    return makeNodeError(Node, Msg);
+  }
+  return Error::success();
+}
+
+/// Describes why \p T is not a static tensor type, for an error message.
+static std::string describeNonStatic(const onnx::TypeProto *TP) {
+  if (!TP)
+    return "no type was inferred for this tensor";
+  if (!TP->has_tensor_type())
+    return "only tensors are supported, and this is a " +
+           std::string(TP->has_sequence_type()  ? "sequence"
+                       : TP->has_map_type()     ? "map"
+                       : TP->has_optional_type() ? "optional"
+                                                 : "non-tensor value");
+  const auto &TT = TP->tensor_type();
+  if (!isValidDType(TT.elem_type()))
+    return "the tensor has no known element type";
+  if (!TT.has_shape())
+    return "no shape was inferred for this tensor";
+  for (int I = 0, E = TT.shape().dim_size(); I != E; ++I) {
+    const auto &D = TT.shape().dim(I);
+    if (D.has_dim_value() && D.dim_value() >= 0)
+      continue;
+    if (D.has_dim_param())
+      return "dimension " + std::to_string(I) + " is symbolic ('" +
+             D.dim_param() + "'); set it with import-onnx{dim=" +
+             D.dim_param() + ":N} or import-onnx{batch=N}";
+    return "dimension " + std::to_string(I) + " is unknown after shape "
+           "inference";
+  }
+  return "the shape is not static";
+}
+
+Expected<Graph> ONNXImporter::buildGraph() {
+  const onnx::GraphProto &OG = Model->graph();
+  Graph G;
+  G.setName(OG.name().empty() ? "main" : OG.name());
+  for (const auto &O : Model->opset_import())
+    G.setOpset(O.domain() == "ai.onnx" ? "" : O.domain(), O.version());
+
+  // The type of every named value.
+  DenseMap<StringRef, const onnx::TypeProto *> Types;
+  Types.reserve(OG.input_size() + OG.value_info_size() + OG.output_size());
+  for (const auto &VI : OG.input())
+    Types[VI.name()] = &VI.type();
+  for (const auto &VI : OG.value_info())
+    Types[VI.name()] = &VI.type();
+  for (const auto &VI : OG.output())
+    Types.try_emplace(VI.name(), &VI.type());
+
+  auto StaticType = [&](StringRef Node, StringRef Name,
+                        TensorType &Out) -> bool {
+    const onnx::TypeProto *TP = Types.lookup(Name);
+    bool HasShape = false;
+    if (TP && convertTypeProto(*TP, Out, &HasShape) && HasShape &&
+        Out.DType != DTypeKind::Undefined && Out.isStatic()) {
+      if (Out.getNumElements() &&
+          (!getDTypeSize(Out.DType) || Out.getSizeInBytes()))
+        return true;
+      addError(makeTensorError(Node, Name,
+                               "tensor size overflows a 64-bit byte count"));
+      return false;
+    }
+    addError(makeTensorError(Node, Name, describeNonStatic(TP)));
+    return false;
+  };
+
+  G.reserve(OG.node_size(), OG.input_size() + OG.node_size() * 2);
+  for (const auto &VI : OG.input()) {
+    if (WeightNames.contains(VI.name()))
+      continue;
+    TensorType T;
+    if (StaticType("", VI.name(), T) && G.lookupTensor(VI.name()) == NoId)
+      G.addInput(VI.name(), std::move(T));
+  }
+  for (const WeightInfo &W : Weights)
+    if (G.lookupTensor(W.Name) == NoId)
+      G.addWeight(W.Name, W.Type);
+  if (Error E = takeErrors())
+    return std::move(E);
+
+  SmallVector<TensorId, 8> Operands;
+  SmallVector<Graph::ResultSpec, 4> Results;
+  for (int I = 0, E = OG.node_size(); I != E; ++I) {
+    const onnx::NodeProto &N = OG.node(I);
+    StringRef Name = N.name();
+    bool Ok = true;
+    Operands.clear();
+    for (const std::string &In : N.input()) {
+      TensorId T = In.empty() ? NoId : G.lookupTensor(In);
+      if (!In.empty() && T == NoId)
+        Ok = false; // Its producer failed; that error is reported.
+      Operands.push_back(T);
+    }
+    for (StringRef In : ImplicitInputs[I]) {
+      TensorId T = G.lookupTensor(In);
+      if (T == NoId)
+        Ok = false;
+      Operands.push_back(T);
+    }
+    Results.clear();
+    for (const std::string &Out : N.output()) {
+      Graph::ResultSpec R;
+      R.Name = Out;
+      if (!Out.empty() && !StaticType(Name, Out, R.Type))
+        Ok = false;
+      Results.push_back(std::move(R));
+    }
+    AttributeList Attrs;
+    for (const onnx::AttributeProto &A : N.attribute()) {
+      Expected<Attribute> V = convertAttribute(N, Name, A);
+      if (!V) {
+        addError(V.takeError());
+        Ok = false;
+        continue;
+      }
+      Attrs.set(A.name(), std::move(*V));
+    }
+    if (!Ok)
+      continue;
+    StringRef Domain = N.domain() == "ai.onnx" ? StringRef() : N.domain();
+    OpId Id = G.addOp(Name, Domain, N.op_type(), Operands, Results,
+                      std::move(Attrs));
+    if (RenamedNodes[I])
+      G.setSourceName(Id, SourceNames[I]);
+    if (!ImplicitInputs[I].empty())
+      G.getOp(Id).Annotations.set(
+          "implicit_operands", Attribute::getInt(ImplicitInputs[I].size()));
+  }
+  for (const auto &VI : OG.output()) {
+    TensorId T = G.lookupTensor(VI.name());
+    if (T == NoId)
+      continue; // Reported with its producer.
+    if (is_contained(G.getOutputs(), T)) {
+      addError(makeTensorError("", VI.name(), "tensor is a graph output twice"));
+      continue;
+    }
+    G.addOutput(T);
+  }
+  if (Error E = takeErrors())
+    return std::move(E);
+  return std::move(G);
+}
+
+Expected<Graph> ONNXImporter::run() {
+  if (Error E = readModel(Buffer, *Model))
+    return std::move(E);
+  if (Error E = checkHeader())
+    return std::move(E);
+  if (Error E = collectWeights())
+    return std::move(E);
+  if (Error E = applyOverrides())
+    return std::move(E);
+  if (Error E = computeNodeNames())
+    return std::move(E);
+  if (Error E = sortNodes())
+    return std::move(E);
+  if (Error E = runChecker())
+    return std::move(E);
+  if (Error E = runShapeInference())
+    return std::move(E);
+  return buildGraph();
+}
+
+Expected<Graph> importONNX(MemoryBufferRef Buffer, const ImportOptions &Opts) {
+  ONNXImporter Importer(Buffer, Opts);
+  return Importer.run();
+}
+
+//===----------------------------------------------------------------------===//
+// The pass
+//===----------------------------------------------------------------------===//
+
+Error ImportONNXPass::run(Graph &G, PassContext &Ctx) {
+  if (!G.empty())
+    return makeError("import-onnx needs an ONNX model as input, but the "
+                     "input is already dp IR");
+  Expected<Graph> Imported = importONNX(Ctx.Input, Opts);
+  if (!Imported)
+    return Imported.takeError();
+  G = std::move(*Imported);
+  return Error::success();
+}
+
+void ImportONNXPass::printPipeline(raw_ostream &OS) const {
+  OS << name();
+  if (!Opts.Batch && Opts.Dims.empty())
+    return;
+  OS << '{';
+  ListSeparator LS(",");
+  if (Opts.Batch)
+    OS << LS << "batch=" << *Opts.Batch;
+  for (const auto &[Name, Value] : Opts.Dims)
+    OS << LS << "dim=" << Name << ':' << Value;
+  OS << '}';
+}
+
+Expected<ImportOptions> ImportONNXPass::parseOptions(
+    ArrayRef<std::pair<std::string, std::string>> KVs) {
+  ImportOptions Opts;
+  for (const auto &[Key, Value] : KVs) {
+    if (Key == "batch") {
+      int64_t N;
+      if (!to_integer(StringRef(Value), N, 10) || N <= 0)
+        return makeError("import-onnx: batch must be a positive integer, "
+                         "not '" + Value + "'");
+      Opts.Batch = N;
+      continue;
+    }
+    if (Key == "dim") {
+      auto [Name, Size] = StringRef(Value).rsplit(':');
+      int64_t N;
+      if (Name.empty() || Size.empty() || !to_integer(Size, N, 10) || N <= 0)
+        return makeError("import-onnx: dim takes NAME:N with N a positive "
+                         "integer, not '" + Value + "'");
+      Opts.Dims.emplace_back(Name.str(), N);
+      continue;
+    }
+    return makeError("import-onnx: unknown option '" + Key +
+                     "' (expected batch=N or dim=NAME:N)");
+  }
+  return Opts;
+}
+
+} // namespace dp

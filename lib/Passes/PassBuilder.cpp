@@ -1,0 +1,195 @@
+//===- PassBuilder.cpp - Parsing pass pipelines ---------------------------===//
+//
+// Part of the dp project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dp/Passes/PassBuilder.h"
+#include "dp/IR/Summary.h"
+#include "dp/IR/Verifier.h"
+#include "dp/Import/ONNXImporter.h"
+#include "dp/Support/Diagnostics.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Format.h"
+
+using namespace llvm;
+
+namespace dp {
+
+ArrayRef<PassInfo> getRegisteredPasses() {
+  static const PassInfo Passes[] = {
+#define GRAPH_PASS(NAME, CREATE_PASS, DESCRIPTION) {NAME, "", DESCRIPTION},
+#define GRAPH_PASS_WITH_PARAMS(NAME, CREATE_PASS, PARSER, PARAMS,            \
+                               DESCRIPTION)                                  \
+  {NAME, PARAMS, DESCRIPTION},
+#include "PassRegistry.def"
+  };
+  return Passes;
+}
+
+void printPassNames(raw_ostream &OS) {
+  OS << "Graph passes:\n";
+  for (const PassInfo &P : getRegisteredPasses()) {
+    std::string Head = P.Name.str();
+    if (!P.Params.empty())
+      Head += "{" + P.Params.str() + "}";
+    OS << "  " << format("%-32s", Head.c_str()) << ' ' << P.Description
+       << '\n';
+  }
+}
+
+static bool isPassNameChar(char C) {
+  return isAlnum(C) || C == '-' || C == '_';
+}
+
+namespace {
+/// A cursor over pipeline text that reports errors with a column.
+class PipelineLexer {
+public:
+  explicit PipelineLexer(StringRef Text) : Text(Text) {}
+
+  bool atEnd() {
+    skipSpace();
+    return Pos == Text.size();
+  }
+  char peek() {
+    skipSpace();
+    return Pos < Text.size() ? Text[Pos] : '\0';
+  }
+  void advance() { ++Pos; }
+  size_t position() const { return Pos; }
+
+  /// Reads [A-Za-z0-9_-]+.
+  StringRef word() {
+    skipSpace();
+    size_t Start = Pos;
+    while (Pos < Text.size() && isPassNameChar(Text[Pos]))
+      ++Pos;
+    return Text.slice(Start, Pos);
+  }
+
+  /// Reads an option value: up to ',' or '}' outside braces.
+  Expected<StringRef> value() {
+    skipSpace();
+    size_t Start = Pos;
+    unsigned Depth = 0;
+    for (; Pos < Text.size(); ++Pos) {
+      char C = Text[Pos];
+      if (C == '{') {
+        ++Depth;
+        continue;
+      }
+      if (C == '}') {
+        if (Depth == 0)
+          break;
+        --Depth;
+        continue;
+      }
+      if (C == ',' && Depth == 0)
+        break;
+    }
+    if (Depth)
+      return error("unbalanced '{' in an option value");
+    return Text.slice(Start, Pos).rtrim();
+  }
+
+  Error error(const Twine &Msg) const {
+    return makeError("invalid pass pipeline '" + Text + "': " + Msg +
+                     " at column " + Twine(Pos + 1));
+  }
+
+private:
+  void skipSpace() {
+    while (Pos < Text.size() && isSpace(Text[Pos]))
+      ++Pos;
+  }
+
+  StringRef Text;
+  size_t Pos = 0;
+};
+} // namespace
+
+Expected<std::vector<PipelineElement>> parsePipelineText(StringRef Text) {
+  PipelineLexer Lex(Text);
+  std::vector<PipelineElement> Elements;
+  if (Lex.atEnd())
+    return Lex.error("the pipeline is empty");
+  while (true) {
+    PipelineElement E;
+    E.Name = Lex.word().str();
+    if (E.Name.empty())
+      return Lex.error("expected a pass name");
+    if (Lex.peek() == '{') {
+      Lex.advance();
+      E.HasBraces = true;
+      if (Lex.peek() == '}') {
+        Lex.advance();
+      } else {
+        while (true) {
+          std::string Key = Lex.word().str();
+          if (Key.empty())
+            return Lex.error("expected an option name");
+          if (Lex.peek() != '=')
+            return Lex.error("expected '=' after option '" + Key + "'");
+          Lex.advance();
+          Expected<StringRef> V = Lex.value();
+          if (!V)
+            return V.takeError();
+          if (V->empty())
+            return Lex.error("option '" + Key + "' has no value");
+          E.Options.emplace_back(std::move(Key), V->str());
+          if (Lex.peek() == ',') {
+            Lex.advance();
+            continue;
+          }
+          if (Lex.peek() == '}') {
+            Lex.advance();
+            break;
+          }
+          return Lex.error("expected ',' or '}' after an option");
+        }
+      }
+    }
+    Elements.push_back(std::move(E));
+    if (Lex.atEnd())
+      return std::move(Elements);
+    if (Lex.peek() != ',')
+      return Lex.error("expected ',' between passes");
+    Lex.advance();
+  }
+}
+
+static Error addPass(PassManager &PM, const PipelineElement &E) {
+#define GRAPH_PASS(NAME, CREATE_PASS, DESCRIPTION)                           \
+  if (E.Name == NAME) {                                                      \
+    if (!E.Options.empty())                                                  \
+      return makeError("pass '" NAME "' takes no options");                  \
+    PM.addPass(CREATE_PASS);                                                 \
+    return Error::success();                                                 \
+  }
+#define GRAPH_PASS_WITH_PARAMS(NAME, CREATE_PASS, PARSER, PARAMS,            \
+                               DESCRIPTION)                                  \
+  if (E.Name == NAME) {                                                      \
+    auto Opts = PARSER(E.Options);                                           \
+    if (!Opts)                                                               \
+      return Opts.takeError();                                               \
+    PM.addPass(CREATE_PASS(std::move(*Opts)));                               \
+    return Error::success();                                                 \
+  }
+#include "PassRegistry.def"
+  return makeError("unknown pass '" + E.Name +
+                   "' (dp-opt -print-passes lists them)");
+}
+
+Error parsePassPipeline(PassManager &PM, StringRef Text) {
+  Expected<std::vector<PipelineElement>> Elements = parsePipelineText(Text);
+  if (!Elements)
+    return Elements.takeError();
+  for (const PipelineElement &E : *Elements)
+    if (Error Err = addPass(PM, E))
+      return Err;
+  return Error::success();
+}
+
+} // namespace dp

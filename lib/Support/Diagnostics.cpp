@@ -1,0 +1,88 @@
+//===- Diagnostics.cpp - Located user errors ------------------------------===//
+//
+// Part of the dp project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dp/Support/Diagnostics.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+using namespace llvm;
+
+namespace dp {
+
+char LocatedError::ID = 0;
+
+void LocatedError::log(raw_ostream &OS) const {
+  if (!Loc.File.empty()) {
+    OS << Loc.File;
+    if (Loc.Line) {
+      OS << ':' << Loc.Line;
+      if (Loc.Column)
+        OS << ':' << Loc.Column;
+    }
+    OS << ": ";
+  }
+  if (!Loc.Node.empty())
+    OS << "node '" << Loc.Node << "': ";
+  if (!Loc.Tensor.empty())
+    OS << "tensor '" << Loc.Tensor << "': ";
+  OS << "error: " << Message;
+}
+
+std::error_code LocatedError::convertToErrorCode() const {
+  return inconvertibleErrorCode();
+}
+
+Error makeError(const Twine &Message) {
+  return make_error<LocatedError>(DiagLocation(), Message);
+}
+
+Error makeFileError(StringRef File, unsigned Line, unsigned Column,
+                    const Twine &Message) {
+  DiagLocation Loc;
+  Loc.File = File.str();
+  Loc.Line = Line;
+  Loc.Column = Column;
+  return make_error<LocatedError>(std::move(Loc), Message);
+}
+
+Error makeNodeError(StringRef Node, const Twine &Message) {
+  DiagLocation Loc;
+  Loc.Node = Node.str();
+  return make_error<LocatedError>(std::move(Loc), Message);
+}
+
+Error makeTensorError(StringRef Node, StringRef Tensor, const Twine &Message) {
+  DiagLocation Loc;
+  Loc.Node = Node.str();
+  Loc.Tensor = Tensor.str();
+  return make_error<LocatedError>(std::move(Loc), Message);
+}
+
+unsigned printErrors(raw_ostream &OS, StringRef Tool, StringRef DefaultFile,
+                     Error Err) {
+  unsigned Count = 0;
+  handleAllErrors(
+      std::move(Err),
+      [&](LocatedError &E) {
+        E.setFileIfEmpty(DefaultFile);
+        OS << Tool << ": ";
+        E.log(OS);
+        OS << '\n';
+        ++Count;
+      },
+      [&](const ErrorInfoBase &E) {
+        // Errors from LLVM itself (a file that cannot be opened, ...) carry
+        // their own text; they still name the input.
+        OS << Tool << ": ";
+        if (!DefaultFile.empty())
+          OS << DefaultFile << ": ";
+        OS << "error: " << E.message() << '\n';
+        ++Count;
+      });
+  return Count;
+}
+
+} // namespace dp

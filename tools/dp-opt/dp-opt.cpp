@@ -1,0 +1,239 @@
+//===- dp-opt.cpp - The dp pass driver ------------------------------------===//
+//
+// Part of the dp project.
+//
+//===----------------------------------------------------------------------===//
+///
+/// \file
+/// dp-opt reads an ONNX model or dp IR, runs a pass pipeline over it and
+/// writes the resulting IR, like LLVM's opt:
+///
+///   dp-opt -passes='import-onnx{batch=8},summary' model.onnx -S -o m.dp
+///   dp-opt -import-onnx -summary model.onnx -disable-output
+///
+/// Per-pass flags expand in command-line order, and mix with -passes. If the
+/// input is an ONNX model and the pipeline does not start with import-onnx,
+/// an import-onnx with default options runs first.
+///
+//===----------------------------------------------------------------------===//
+
+#include "dp/IR/Bytecode.h"
+#include "dp/IR/Graph.h"
+#include "dp/IR/PassManager.h"
+#include "dp/IR/TextFormat.h"
+#include "dp/IR/Verifier.h"
+#include "dp/Import/ONNXImporter.h"
+#include "dp/Passes/PassBuilder.h"
+#include "dp/Support/Diagnostics.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Timer.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <map>
+
+using namespace llvm;
+using namespace dp;
+
+static cl::OptionCategory DpCategory("dp-opt options");
+
+static cl::opt<std::string> InputFilename(cl::Positional,
+                                          cl::desc("<input model or IR>"),
+                                          cl::init("-"), cl::cat(DpCategory));
+static cl::opt<std::string> OutputFilename("o", cl::desc("Output file"),
+                                           cl::value_desc("filename"),
+                                           cl::init("-"), cl::cat(DpCategory));
+static cl::opt<bool> OutputText("S", cl::desc("Write the IR as text"),
+                                cl::cat(DpCategory));
+static cl::opt<bool> Force("f",
+                           cl::desc("Write binary output to a terminal too"),
+                           cl::cat(DpCategory));
+static cl::opt<bool> DisableOutput("disable-output",
+                                   cl::desc("Write no IR output"),
+                                   cl::cat(DpCategory));
+static cl::list<std::string>
+    Passes("passes", cl::desc("Pass pipeline, e.g. 'import-onnx,summary'"),
+           cl::value_desc("pipeline"), cl::cat(DpCategory));
+static cl::opt<bool> PrintPasses("print-passes",
+                                 cl::desc("List the passes and exit"),
+                                 cl::cat(DpCategory));
+static cl::opt<bool>
+    PrintPipeline("print-pipeline",
+                  cl::desc("Print the pipeline as -passes text and exit"),
+                  cl::cat(DpCategory));
+static cl::opt<bool> VerifyEach("verify-each",
+                                cl::desc("Verify the IR after every pass"),
+                                cl::cat(DpCategory));
+static cl::opt<bool> TimePasses("time-passes",
+                                cl::desc("Report the time of each pass"),
+                                cl::cat(DpCategory));
+static cl::opt<uint64_t> Seed("seed",
+                              cl::desc("Seed for randomized passes"),
+                              cl::init(0), cl::cat(DpCategory));
+
+namespace {
+/// One -<pass>[=options] flag per registered pass.
+struct PassFlag {
+  const PassInfo *Info;
+  std::unique_ptr<cl::list<std::string>> Flag;
+};
+} // namespace
+
+static std::vector<PassFlag> makePassFlags() {
+  std::vector<PassFlag> Flags;
+  for (const PassInfo &P : getRegisteredPasses()) {
+    auto Flag = std::make_unique<cl::list<std::string>>(
+        P.Name, cl::desc(("Run " + P.Name + ": " + P.Description).str()),
+        cl::value_desc(P.Params.empty() ? "" : P.Params), cl::ValueOptional,
+        cl::ZeroOrMore, cl::cat(DpCategory));
+    Flags.push_back({&P, std::move(Flag)});
+  }
+  return Flags;
+}
+
+/// Joins -passes and the per-pass flags in command-line order.
+static std::string buildPipelineText(const std::vector<PassFlag> &Flags) {
+  std::map<unsigned, std::string> ByPosition;
+  for (unsigned I = 0, E = Passes.size(); I != E; ++I)
+    ByPosition[Passes.getPosition(I)] = Passes[I];
+  for (const PassFlag &F : Flags) {
+    for (unsigned I = 0, E = F.Flag->size(); I != E; ++I) {
+      std::string Text = F.Info->Name.str();
+      if (!(*F.Flag)[I].empty())
+        Text += "{" + (*F.Flag)[I] + "}";
+      ByPosition[F.Flag->getPosition(I)] = Text;
+    }
+  }
+  std::string Pipeline;
+  for (const auto &KV : ByPosition) {
+    if (!Pipeline.empty())
+      Pipeline += ',';
+    Pipeline += KV.second;
+  }
+  return Pipeline;
+}
+
+static int fail(StringRef File, Error E) {
+  printErrors(errs(), "dp-opt", File, std::move(E));
+  return 1;
+}
+
+int main(int argc, char **argv) {
+  InitLLVM X(argc, argv);
+  std::vector<PassFlag> Flags = makePassFlags();
+  cl::HideUnrelatedOptions(DpCategory);
+  cl::ParseCommandLineOptions(argc, argv,
+                              "dp-opt: run dp passes over a model\n");
+
+  if (PrintPasses) {
+    printPassNames(outs());
+    return 0;
+  }
+
+  std::string PipelineText = buildPipelineText(Flags);
+  if (PrintPipeline) {
+    PassManager PM;
+    if (!PipelineText.empty())
+      if (Error E = parsePassPipeline(PM, PipelineText))
+        return fail("", std::move(E));
+    PM.printPipeline(outs());
+    outs() << '\n';
+    return 0;
+  }
+
+  StringRef DisplayName =
+      InputFilename == "-" ? StringRef("<stdin>") : StringRef(InputFilename);
+  ErrorOr<std::unique_ptr<MemoryBuffer>> BufOrErr =
+      MemoryBuffer::getFileOrSTDIN(InputFilename, /*IsText=*/false,
+                                   /*RequiresNullTerminator=*/false);
+  if (std::error_code EC = BufOrErr.getError())
+    return fail(DisplayName, makeError("cannot read the input: " +
+                                       EC.message()));
+  std::unique_ptr<MemoryBuffer> Input = std::move(*BufOrErr);
+  MemoryBufferRef InputRef(Input->getBuffer(), DisplayName);
+
+  // dp IR (text or bytecode) is parsed here; anything else is a model that
+  // import-onnx reads, first in the pipeline.
+  Graph G;
+  StringRef Bytes = Input->getBuffer();
+  if (isBytecode(Bytes) || looksLikeGraphText(Bytes)) {
+    Expected<Graph> Parsed = isBytecode(Bytes) ? readBytecode(InputRef)
+                                               : parseGraph(InputRef);
+    if (!Parsed)
+      return fail(DisplayName, Parsed.takeError());
+    G = std::move(*Parsed);
+    if (Error E = verifyGraph(G))
+      return fail(DisplayName, std::move(E));
+  } else {
+    Expected<std::vector<PipelineElement>> Elements =
+        PipelineText.empty() ? std::vector<PipelineElement>()
+                             : parsePipelineText(PipelineText);
+    if (!Elements)
+      return fail("", Elements.takeError());
+    if (Elements->empty() ||
+        Elements->front().Name != ImportONNXPass::name())
+      PipelineText = PipelineText.empty()
+                         ? ImportONNXPass::name().str()
+                         : (ImportONNXPass::name() + "," + PipelineText).str();
+  }
+
+  PassManager PM;
+  if (!PipelineText.empty())
+    if (Error E = parsePassPipeline(PM, PipelineText))
+      return fail("", std::move(E));
+  PM.setVerifyEach(VerifyEach);
+  std::unique_ptr<TimerGroup> Timers;
+  if (TimePasses) {
+    Timers = std::make_unique<TimerGroup>("dp-opt", "Pass execution timing "
+                                                    "report");
+    PM.setTimerGroup(Timers.get());
+  }
+  PassContext Ctx;
+  Ctx.Input = InputRef;
+  Ctx.Seed = Seed;
+  Ctx.Report = &errs();
+  if (Error E = PM.run(G, Ctx))
+    return fail(DisplayName, std::move(E));
+  if (!VerifyEach)
+    if (Error E = verifyGraph(G))
+      return fail(DisplayName,
+                  joinErrors(makeError("the pipeline left a malformed graph"),
+                             std::move(E)));
+  if (Timers)
+    Timers->print(errs());
+
+  if (DisableOutput)
+    return 0;
+  // The output file is only created now that everything succeeded, and
+  // ToolOutputFile removes it again unless keep() is reached.
+  std::error_code EC;
+  ToolOutputFile Out(OutputFilename, EC,
+                     OutputText ? sys::fs::OF_Text : sys::fs::OF_None);
+  if (EC)
+    return fail(OutputFilename, makeError("cannot open the output: " +
+                                          EC.message()));
+  if (OutputText) {
+    printGraph(Out.os(), G);
+  } else {
+    if (!Force && Out.os().is_displayed()) {
+      WithColor::warning(errs(), "dp-opt")
+          << "not writing binary IR to a terminal; use -S for text, -o to "
+             "name a file, or -f to force\n";
+      return 0;
+    }
+    writeBytecode(Out.os(), G);
+  }
+  Out.os().flush();
+  if (Out.os().has_error()) {
+    Out.os().clear_error();
+    return fail(OutputFilename, makeError("cannot write the output"));
+  }
+  Out.keep();
+  return 0;
+}
