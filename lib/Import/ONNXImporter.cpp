@@ -5,6 +5,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "dp/Import/ONNXImporter.h"
+#include "dp/IR/Bytecode.h"
+#include "dp/IR/TextFormat.h"
 #include "dp/Support/Diagnostics.h"
 #include "dp/Support/Format.h"
 
@@ -653,6 +655,9 @@ Error ONNXImporter::sortNodes() {
   }
   if (Error E = takeErrors())
     return E;
+  // Exporters write nodes in dataflow order: then there is nothing to sort.
+  if (all_of(Edges, [](const auto &E) { return E.first < E.second; }))
+    return Error::success();
   llvm::sort(Edges);
   std::vector<unsigned> FirstEdge(NumNodes + 1, 0);
   for (const auto &E : Edges)
@@ -966,7 +971,8 @@ Expected<Graph> importONNX(MemoryBufferRef Buffer, const ImportOptions &Opts) {
 //===----------------------------------------------------------------------===//
 
 Error ImportONNXPass::run(Graph &G, PassContext &Ctx) {
-  if (!G.empty())
+  StringRef Bytes = Ctx.Input.getBuffer();
+  if (!G.empty() || isBytecode(Bytes) || looksLikeGraphText(Bytes))
     return makeError("import-onnx needs an ONNX model as input, but the "
                      "input is already dp IR");
   Expected<Graph> Imported = importONNX(Ctx.Input, Opts);

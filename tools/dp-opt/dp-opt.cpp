@@ -136,6 +136,11 @@ int main(int argc, char **argv) {
     return 0;
   }
 
+  // An empty -passes is a mistake, not "no passes".
+  for (const std::string &P : Passes)
+    if (StringRef(P).trim().empty())
+      if (Error E = parsePipelineText(P).takeError())
+        return fail("", std::move(E));
   std::string PipelineText = buildPipelineText(Flags);
   if (PrintPipeline) {
     PassManager PM;

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Sets up the Debian packages, then configures and builds dp in build/
+# (Release, 2 jobs: the reference machine has 2 cores).
+#
+#   utils/build.sh [extra cmake arguments]
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${DP_BUILD_DIR:-$root/build}
+jobs=${DP_JOBS:-2}
+
+"$root/utils/setup.sh"
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DLLVM_DIR=/usr/lib/llvm-14/lib/cmake/llvm "$@"
+cmake --build "$build" -j "$jobs"

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Sets up, builds, and runs every test: the GoogleTest unit tests (through
+# ctest) and the lit suite. Ends with one line "N passed, N failed" that
+# counts both; exits non-zero if anything failed.
+set -uo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${DP_BUILD_DIR:-$root/build}
+
+"$root/utils/build.sh" || { echo "0 passed, 1 failed"; exit 1; }
+
+ctest_log=$(mktemp)
+lit_log=$(mktemp)
+trap 'rm -f "$ctest_log" "$lit_log"' EXIT
+
+echo "== unit tests (ctest)"
+ctest --test-dir "$build" --output-on-failure -j 2 2>&1 | tee "$ctest_log"
+echo "== lit tests"
+python3 /usr/lib/llvm-14/build/utils/lit/lit.py -sv "$build/test" 2>&1 |
+  tee "$lit_log"
+
+# ctest: "100% tests passed, 0 tests failed out of 57"
+unit_total=$(sed -n 's/.*tests failed out of \([0-9]*\).*/\1/p' "$ctest_log")
+unit_failed=$(sed -n 's/.* \([0-9]*\) tests failed out of.*/\1/p' "$ctest_log")
+unit_total=${unit_total:-0}
+unit_failed=${unit_failed:-1}
+# lit: "  Passed: 24", "  Failed: 2", "  Unresolved: 1", ...
+lit_count() {
+  sed -n "s/^ *$1 *: *\([0-9]*\)$/\1/p" "$lit_log" | head -n 1
+}
+lit_passed=$(lit_count Passed)
+lit_failed=0
+for kind in Failed Unresolved "Timed Out" "Unexpectedly Passed"; do
+  n=$(lit_count "$kind")
+  lit_failed=$((lit_failed + ${n:-0}))
+done
+lit_passed=${lit_passed:-0}
+if ((lit_passed + lit_failed == 0)); then lit_failed=1; fi
+
+passed=$((unit_total - unit_failed + lit_passed))
+failed=$((unit_failed + lit_failed))
+echo "unit tests: $((unit_total - unit_failed)) passed, $unit_failed failed;" \
+  "lit tests: $lit_passed passed, $lit_failed failed"
+echo "$passed passed, $failed failed"
+((failed == 0))

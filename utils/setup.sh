@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs every Debian package dp needs to build and run its tests, and
+# nothing else. Safe to run again: it installs only what is missing.
+#
+#   utils/setup.sh            build + test dependencies
+#
+# Exporting the bundled models again (utils/export-models.py) needs
+# python3-torch, python3-torchvision and python3-onnx in addition; CI never
+# does that.
+set -euo pipefail
+
+packages=(
+  # toolchain
+  cmake ninja-build g++ python3
+  # LLVM Support, FileCheck/not/split-file/lit, and what LLVM's CMake
+  # package asks for
+  llvm-14-dev llvm-14-tools zlib1g-dev libtinfo-dev libxml2-dev libffi-dev
+  libz3-dev
+  # ONNX: protobuf model, parser, checker, shape inference; protoc encodes
+  # test fixtures
+  libonnx-dev libprotobuf-dev protobuf-compiler
+  # unit tests and benchmarks
+  libgtest-dev libbenchmark-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null |
+      grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if ((${#missing[@]} == 0)); then
+  echo "setup: all ${#packages[@]} packages are installed"
+  exit 0
+fi
+
+sudo=""
+if [[ $(id -u) -ne 0 ]]; then sudo="sudo"; fi
+echo "setup: installing ${missing[*]}"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq \
+  --no-install-recommends "${missing[@]}"
