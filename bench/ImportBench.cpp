@@ -16,6 +16,7 @@
 /// and prints nodes/s of each and their ratio. Usage:
 ///
 ///   dp-bench-import [--nodes=N] [benchmark flags]
+///   dp-bench-import [--nodes=N] --write-model=FILE   (writes the model only)
 ///
 //===----------------------------------------------------------------------===//
 
@@ -33,6 +34,7 @@
 namespace {
 
 int64_t NumNodes = 100000;
+const char *WriteModel = nullptr;
 
 /// Builds the model: blocks of 4 nodes, each block
 ///   h = Relu(Add(MatMul(x, W_i), b_i)); x' = LayerNormalization(h, g_i, b'_i)
@@ -140,10 +142,16 @@ class RatioReporter : public benchmark::ConsoleReporter {
 public:
   void ReportRuns(const std::vector<Run> &Runs) override {
     ConsoleReporter::ReportRuns(Runs);
-    for (const Run &R : Runs)
-      if (!R.error_occurred && R.run_type == Run::RT_Iteration)
+    // With --benchmark_repetitions, the median stands for the benchmark.
+    for (const Run &R : Runs) {
+      if (R.error_occurred)
+        continue;
+      bool Median = R.run_type == Run::RT_Aggregate &&
+                    R.aggregate_name == "median";
+      if (R.run_type == Run::RT_Iteration || Median)
         Seconds[R.run_name.function_name] =
             R.real_accumulated_time / double(R.iterations);
+    }
   }
   void Finalize() override {
     ConsoleReporter::Finalize();
@@ -175,7 +183,23 @@ int main(int argc, char **argv) {
       NumNodes = std::atoll(argv[I] + 8);
       continue;
     }
+    if (std::strncmp(argv[I], "--write-model=", 14) == 0) {
+      WriteModel = argv[I] + 14;
+      continue;
+    }
     Args.push_back(argv[I]);
+  }
+  if (WriteModel) {
+    // For `dp-opt -time-passes -disable-output FILE`, which times import's
+    // phases one by one.
+    std::FILE *F = std::fopen(WriteModel, "wb");
+    if (!F || std::fwrite(model().data(), 1, model().size(), F) !=
+                  model().size()) {
+      std::fprintf(stderr, "dp-bench-import: cannot write %s\n", WriteModel);
+      return 1;
+    }
+    std::fclose(F);
+    return 0;
   }
   int ArgCount = int(Args.size());
   benchmark::Initialize(&ArgCount, Args.data());

@@ -33,7 +33,7 @@ void Graph::reserve(size_t NumOps, size_t NumTensors) {
 TensorId Graph::addTensor(StringRef N, TensorType T, TensorKind K) {
   assert(!N.empty() && "tensors need a name");
   TensorId Id = Tensors.size();
-  StringRef Saved = save(N);
+  StringRef Saved = Strings->Names.save(N);
   bool Inserted = TensorByName.try_emplace(Saved, Id).second;
   (void)Inserted;
   assert(Inserted && "tensor name already in use");
@@ -62,7 +62,7 @@ OpId Graph::addOp(StringRef N, StringRef Domain, StringRef Type,
                   AttributeList Attrs) {
   assert(!N.empty() && "ops need a name");
   OpId Id = Ops.size();
-  StringRef Saved = save(N);
+  StringRef Saved = Strings->Names.save(N);
   bool Inserted = OpByName.try_emplace(Saved, Id).second;
   (void)Inserted;
   assert(Inserted && "op name already in use");

@@ -300,8 +300,9 @@ using NameSet = DenseSet<StringRef>;
 
 class ONNXImporter {
 public:
-  ONNXImporter(MemoryBufferRef Buffer, const ImportOptions &Opts)
-      : Buffer(Buffer), Opts(Opts),
+  ONNXImporter(MemoryBufferRef Buffer, const ImportOptions &Opts,
+               TimerGroup *Timers)
+      : Buffer(Buffer), Opts(Opts), Timers(Timers),
         Model(google::protobuf::Arena::CreateMessage<onnx::ModelProto>(
             &Arena)) {}
 
@@ -337,8 +338,20 @@ private:
   /// Finds the node a checker or inference message is about.
   std::string findNodeInMessage(StringRef Msg) const;
 
+  /// Runs one import phase, timed in Timers when there are any.
+  template <typename Fn> Error phase(StringRef Name, Fn &&Body) {
+    if (!Timers)
+      return Body();
+    PhaseTimers.push_back(std::make_unique<Timer>(
+        Name, ("import-onnx: " + Name).str(), *Timers));
+    TimeRegion Region(*PhaseTimers.back());
+    return Body();
+  }
+
   MemoryBufferRef Buffer;
   const ImportOptions &Opts;
+  TimerGroup *Timers;
+  std::vector<std::unique_ptr<Timer>> PhaseTimers;
   /// The working copy of the model, in an arena: parsing allocates little
   /// and freeing it is one step.
   google::protobuf::Arena Arena;
@@ -942,27 +955,35 @@ Expected<Graph> ONNXImporter::buildGraph() {
 }
 
 Expected<Graph> ONNXImporter::run() {
-  if (Error E = readModel(Buffer, *Model))
+  if (Error E = phase("parse", [&] { return readModel(Buffer, *Model); }))
     return std::move(E);
-  if (Error E = checkHeader())
+  if (Error E = phase("prepare", [&] {
+        if (Error E = checkHeader())
+          return E;
+        if (Error E = collectWeights())
+          return E;
+        if (Error E = applyOverrides())
+          return E;
+        if (Error E = computeNodeNames())
+          return E;
+        return sortNodes();
+      }))
     return std::move(E);
-  if (Error E = collectWeights())
+  if (Error E = phase("checker", [&] { return runChecker(); }))
     return std::move(E);
-  if (Error E = applyOverrides())
+  if (Error E = phase("shape inference", [&] { return runShapeInference(); }))
     return std::move(E);
-  if (Error E = computeNodeNames())
-    return std::move(E);
-  if (Error E = sortNodes())
-    return std::move(E);
-  if (Error E = runChecker())
-    return std::move(E);
-  if (Error E = runShapeInference())
-    return std::move(E);
-  return buildGraph();
+  Optional<Expected<Graph>> G;
+  cantFail(phase("build", [&] {
+    G.emplace(buildGraph());
+    return Error::success();
+  }));
+  return std::move(*G);
 }
 
-Expected<Graph> importONNX(MemoryBufferRef Buffer, const ImportOptions &Opts) {
-  ONNXImporter Importer(Buffer, Opts);
+Expected<Graph> importONNX(MemoryBufferRef Buffer, const ImportOptions &Opts,
+                           TimerGroup *Timers) {
+  ONNXImporter Importer(Buffer, Opts, Timers);
   return Importer.run();
 }
 
@@ -975,7 +996,7 @@ Error ImportONNXPass::run(Graph &G, PassContext &Ctx) {
   if (!G.empty() || isBytecode(Bytes) || looksLikeGraphText(Bytes))
     return makeError("import-onnx needs an ONNX model as input, but the "
                      "input is already dp IR");
-  Expected<Graph> Imported = importONNX(Ctx.Input, Opts);
+  Expected<Graph> Imported = importONNX(Ctx.Input, Opts, Ctx.Timers);
   if (!Imported)
     return Imported.takeError();
   G = std::move(*Imported);

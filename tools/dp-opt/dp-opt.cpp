@@ -193,16 +193,21 @@ int main(int argc, char **argv) {
     if (Error E = parsePassPipeline(PM, PipelineText))
       return fail("", std::move(E));
   PM.setVerifyEach(VerifyEach);
-  std::unique_ptr<TimerGroup> Timers;
+  // Passes in one report, the phases inside passes in another, so that
+  // each report's total means something.
+  std::unique_ptr<TimerGroup> Timers, PhaseTimers;
   if (TimePasses) {
     Timers = std::make_unique<TimerGroup>("dp-opt", "Pass execution timing "
                                                     "report");
+    PhaseTimers = std::make_unique<TimerGroup>("dp-opt-phases",
+                                               "Pass phase timing report");
     PM.setTimerGroup(Timers.get());
   }
   PassContext Ctx;
   Ctx.Input = InputRef;
   Ctx.Seed = Seed;
   Ctx.Report = &errs();
+  Ctx.Timers = PhaseTimers.get();
   if (Error E = PM.run(G, Ctx))
     return fail(DisplayName, std::move(E));
   if (!VerifyEach)
@@ -210,8 +215,10 @@ int main(int argc, char **argv) {
       return fail(DisplayName,
                   joinErrors(makeError("the pipeline left a malformed graph"),
                              std::move(E)));
-  if (Timers)
+  if (Timers) {
     Timers->print(errs());
+    PhaseTimers->print(errs());
+  }
 
   if (DisableOutput)
     return 0;

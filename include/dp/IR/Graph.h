@@ -217,6 +217,9 @@ private:
   /// StringRef into it valid.
   struct StringStorage {
     llvm::BumpPtrAllocator Alloc;
+    /// Op and tensor names, unique by construction: no lookup needed.
+    llvm::StringSaver Names{Alloc};
+    /// Everything else (op types, domains), shared between ops.
     llvm::UniqueStringSaver Saver{Alloc};
   };
   std::unique_ptr<StringStorage> Strings;

@@ -47,6 +47,9 @@ struct PassContext {
   /// Where passes that report to the user (e.g. "summary") write. Null
   /// means such passes write nothing.
   llvm::raw_ostream *Report = nullptr;
+  /// When timing is on (-time-passes), passes may time their phases here
+  /// (a group of its own: the pass times are in the PassManager's group).
+  llvm::TimerGroup *Timers = nullptr;
 };
 
 namespace detail {

@@ -25,6 +25,7 @@
 #include "llvm/ADT/Optional.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/MemoryBufferRef.h"
+#include "llvm/Support/Timer.h"
 
 #include <string>
 #include <utility>
@@ -42,8 +43,11 @@ struct ImportOptions {
 
 /// Imports the ONNX model in \p Buffer. Errors are located at the node and
 /// tensor they concern; errors that several nodes have are all returned.
+/// With \p Timers, the phases (parse, prepare, checker, shape inference,
+/// build) are timed there.
 llvm::Expected<Graph> importONNX(llvm::MemoryBufferRef Buffer,
-                                 const ImportOptions &Opts = {});
+                                 const ImportOptions &Opts = {},
+                                 llvm::TimerGroup *Timers = nullptr);
 
 /// Whether \p Bytes looks like ONNX text syntax rather than a binary
 /// protobuf (only printable text in its first bytes).
