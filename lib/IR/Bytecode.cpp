@@ -144,6 +144,24 @@ void Writer::attr(const Attribute &A) {
 }
 
 void writeBytecode(raw_ostream &OS, const Graph &G) {
+  // Tensors are referenced by declaration order (inputs, weights, then op
+  // results in op order), which is how the reader numbers them, whatever
+  // order the graph created them in.
+  std::vector<uint32_t> Index(G.getNumTensors(), NoId);
+  uint32_t Next = 0;
+  for (TensorId T : G.getInputs())
+    Index[T] = Next++;
+  for (TensorId T : G.getWeights())
+    Index[T] = Next++;
+  for (const Op &Node : G.ops())
+    for (TensorId T : Node.Results)
+      if (T != NoId)
+        Index[T] = Next++;
+  auto Ref = [&](TensorId T) {
+    assert(Index[T] != NoId && "tensor is not declared: verify first");
+    return Index[T];
+  };
+
   Writer W(OS);
   OS << BytecodeMagic;
   W.u(BytecodeVersion);
@@ -169,7 +187,7 @@ void writeBytecode(raw_ostream &OS, const Graph &G) {
     W.str(Node.Type);
     W.u(Node.Operands.size());
     for (TensorId T : Node.Operands)
-      W.u(T == NoId ? 0 : uint64_t(T) + 1);
+      W.u(T == NoId ? 0 : uint64_t(Ref(T)) + 1);
     W.u(Node.Results.size());
     for (TensorId T : Node.Results) {
       if (T == NoId) {
@@ -185,7 +203,7 @@ void writeBytecode(raw_ostream &OS, const Graph &G) {
   }
   W.u(G.getOutputs().size());
   for (TensorId T : G.getOutputs())
-    W.u(T);
+    W.u(Ref(T));
 }
 
 //===----------------------------------------------------------------------===//
@@ -311,9 +329,13 @@ Error Reader::summary(GraphSummary &S) {
   if (Error E = count(N, 2))
     return E;
   S.OpCounts.resize(N);
-  for (auto &[Type, Count] : S.OpCounts) {
+  for (size_t I = 0; I != N; ++I) {
+    auto &[Type, Count] = S.OpCounts[I];
     if (Error E = str(Type))
       return E;
+    // The same rule as the text form: sorted, unique op types.
+    if (I && !(S.OpCounts[I - 1].first < Type))
+      return error("op types in a graph summary must be sorted and unique");
     if (Error E = s(Count))
       return E;
   }

@@ -403,10 +403,11 @@ Error Parser::parseTensorType(TensorType &T, bool AllowUnknown) {
     int64_t D;
     if (Tok.Kind != TokKind::Integer)
       return errorHere("expected a dimension");
+    const char *DimLoc = Tok.Loc;
     if (Error E = parseInt(D))
       return E;
     if (D < 0)
-      return errorAt(Tok.Loc, "dimensions cannot be negative");
+      return errorAt(DimLoc, "dimensions cannot be negative");
     T.Dims.push_back(D);
   } while (consumeIf(TokKind::Comma));
   return expect(TokKind::RSquare, "',' or ']' in a shape");

@@ -114,8 +114,20 @@ Error verifyGraph(const Graph &G) {
   }
 
   // Every tensor is declared once, and its use list matches the operands.
+  std::vector<unsigned> Declared(G.getNumTensors(), 0);
+  for (ArrayRef<TensorId> Decls : {G.getInputs(), G.getWeights()})
+    for (TensorId T : Decls)
+      if (T < G.getNumTensors())
+        ++Declared[T];
   for (TensorId T = 0, E = G.getNumTensors(); T != E; ++T) {
     const Tensor &Tn = G.getTensor(T);
+    if (Tn.Kind != TensorKind::Activation && Declared[T] != 1)
+      EC.add(makeTensorError("", Tn.Name,
+                             Tn.Kind == TensorKind::Input
+                                 ? "input tensor is not declared once as a "
+                                   "graph input"
+                                 : "weight tensor is not declared once as a "
+                                   "weight"));
     StringRef Producer =
         Tn.Producer == NoId || Tn.Producer >= G.getNumOps()
             ? StringRef()

@@ -572,9 +572,11 @@ Error ONNXImporter::computeNodeNames() {
     if (Base.empty())
       Base = (N.op_type().empty() ? std::string("node") : N.op_type()) + "_" +
              std::to_string(I);
+    // A node may take its own (repeated) name, never one another node
+    // was given in the model.
     std::string Name = Base;
     for (unsigned Suffix = 1;
-         Taken.contains(Name) || (Name != Base && Explicit.count(Name));
+         Taken.contains(Name) || (Name != N.name() && Explicit.count(Name));
          ++Suffix)
       Name = Base + "." + std::to_string(Suffix);
     NewNames[I] = std::move(Name);
