@@ -92,9 +92,17 @@ static Error readModel(MemoryBufferRef Buffer, onnx::ModelProto &Model) {
   if (looksLikeONNXText(Bytes)) {
     // The ONNX parser wants a NUL-terminated string.
     std::string Text = Bytes.str();
-    onnx::Status S = onnx::OnnxParser::Parse(Model, Text.c_str());
-    if (!S.IsOK())
-      return makeTextParseError(File, S.ErrorMessage());
+    try {
+      onnx::Status S = onnx::OnnxParser::Parse(Model, Text.c_str());
+      if (!S.IsOK())
+        return makeTextParseError(File, S.ErrorMessage());
+    } catch (const std::exception &E) {
+      // libonnx's parser converts numbers with std::stof and friends, which
+      // throw on malformed literals instead of returning a status.
+      return makeFileError(File, 0, 0,
+                           Twine("invalid ONNX text: malformed literal (") +
+                               E.what() + ")");
+    }
     return Error::success();
   }
   if (Bytes.size() > size_t(INT_MAX))
