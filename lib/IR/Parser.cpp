@@ -318,6 +318,11 @@ private:
   Error parseAttributeList(AttributeList &L, TokKind Close);
   Error parseAttribute(Attribute &A);
   Error parseListAttribute(Attribute &A);
+  /// Parses "<Prefix><type>" (tensor<f32[2]>, type<?[?]>).
+  Error parseTypeAttr(StringRef Prefix, TensorType &T);
+  /// Parses one or more comma-separated elements with \p ParseOne.
+  template <typename T, typename Fn>
+  Error parseElements(std::vector<T> &V, Fn ParseOne);
   Error parseGraphSummary(GraphSummary &S);
   Error parseInt(int64_t &V);
   Error parseFloat(double &V);
@@ -462,91 +467,72 @@ Error Parser::parseGraphSummary(GraphSummary &S) {
   return expect(TokKind::Greater, "'>' to end the graph summary");
 }
 
+Error Parser::parseTypeAttr(StringRef Prefix, TensorType &T) {
+  if (!isWord(Prefix))
+    return errorHere("expected '" + Prefix + "'");
+  consume();
+  if (Error E = expect(TokKind::Less, "'<'"))
+    return E;
+  if (Error E = parseTensorType(T, /*AllowUnknown=*/true))
+    return E;
+  return expect(TokKind::Greater, "'>'");
+}
+
+template <typename T, typename Fn>
+Error Parser::parseElements(std::vector<T> &V, Fn ParseOne) {
+  do {
+    T X;
+    if (Error E = ParseOne(X))
+      return E;
+    V.push_back(std::move(X));
+  } while (consumeIf(TokKind::Comma));
+  return Error::success();
+}
+
 Error Parser::parseListAttribute(Attribute &A) {
   // '[' already consumed; the first element decides the kind.
-  switch (Tok.Kind) {
-  case TokKind::Integer: {
+  auto Float = [&](double &X) { return parseFloat(X); };
+  bool IsFloat = Tok.Kind == TokKind::Float || isWord("nan") || isWord("inf");
+  if (Tok.Kind == TokKind::Integer) {
     std::vector<int64_t> V;
-    do {
-      int64_t X;
-      if (Error E = parseInt(X))
-        return E;
-      V.push_back(X);
-    } while (consumeIf(TokKind::Comma));
+    if (Error E = parseElements(V, [&](int64_t &X) { return parseInt(X); }))
+      return E;
     A = Attribute::getInts(std::move(V));
-    break;
-  }
-  case TokKind::Float: {
+  } else if (IsFloat) {
     std::vector<double> V;
-    do {
-      double X;
-      if (Error E = parseFloat(X))
-        return E;
-      V.push_back(X);
-    } while (consumeIf(TokKind::Comma));
+    if (Error E = parseElements(V, Float))
+      return E;
     A = Attribute::getFloats(std::move(V));
-    break;
-  }
-  case TokKind::String: {
+  } else if (Tok.Kind == TokKind::String) {
     std::vector<std::string> V;
-    do {
-      if (Tok.Kind != TokKind::String)
-        return errorHere("expected a string");
-      V.push_back(Tok.Text);
-      consume();
-    } while (consumeIf(TokKind::Comma));
+    if (Error E = parseElements(V, [&](std::string &X) -> Error {
+          if (Tok.Kind != TokKind::String)
+            return errorHere("expected a string");
+          X = Tok.Text;
+          consume();
+          return Error::success();
+        }))
+      return E;
     A = Attribute::getStrings(std::move(V));
-    break;
-  }
-  case TokKind::Word: {
-    if (Tok.Text == "nan" || Tok.Text == "inf") {
-      std::vector<double> V;
-      do {
-        double X;
-        if (Error E = parseFloat(X))
-          return E;
-        V.push_back(X);
-      } while (consumeIf(TokKind::Comma));
-      A = Attribute::getFloats(std::move(V));
-      break;
-    }
+  } else if (isWord("graph")) {
+    std::vector<GraphSummary> V;
+    if (Error E = parseElements(V, [&](GraphSummary &S) -> Error {
+          if (!isWord("graph"))
+            return errorHere("expected 'graph'");
+          consume();
+          return parseGraphSummary(S);
+        }))
+      return E;
+    A = Attribute::getGraphs(std::move(V));
+  } else if (isWord("tensor") || isWord("type")) {
     std::string Head = Tok.Text;
-    if (Head == "graph") {
-      std::vector<GraphSummary> V;
-      do {
-        if (!isWord("graph"))
-          return errorHere("expected 'graph'");
-        consume();
-        GraphSummary S;
-        if (Error E = parseGraphSummary(S))
-          return E;
-        V.push_back(std::move(S));
-      } while (consumeIf(TokKind::Comma));
-      A = Attribute::getGraphs(std::move(V));
-      break;
-    }
-    if (Head == "tensor" || Head == "type") {
-      std::vector<TensorType> V;
-      do {
-        if (!isWord(Head))
-          return errorHere("expected '" + Head + "'");
-        consume();
-        TensorType T;
-        if (Error E = expect(TokKind::Less, "'<'"))
-          return E;
-        if (Error E = parseTensorType(T, /*AllowUnknown=*/true))
-          return E;
-        if (Error E = expect(TokKind::Greater, "'>'"))
-          return E;
-        V.push_back(std::move(T));
-      } while (consumeIf(TokKind::Comma));
-      A = Head == "tensor" ? Attribute::getTensors(std::move(V))
-                           : Attribute::getTypes(std::move(V));
-      break;
-    }
-    return errorHere("expected a list element");
-  }
-  default:
+    std::vector<TensorType> V;
+    if (Error E = parseElements(
+            V, [&](TensorType &T) { return parseTypeAttr(Head, T); }))
+      return E;
+    A = Head == "tensor" ? Attribute::getTensors(std::move(V))
+                         : Attribute::getTypes(std::move(V));
+  } else {
     return errorHere("expected a list element");
   }
   return expect(TokKind::RSquare, "',' or ']' in a list");
@@ -628,13 +614,8 @@ Error Parser::parseAttribute(Attribute &A) {
     return Error::success();
   }
   if (Head == "tensor" || Head == "type") {
-    consume();
     TensorType T;
-    if (Error E = expect(TokKind::Less, "'<'"))
-      return E;
-    if (Error E = parseTensorType(T, /*AllowUnknown=*/true))
-      return E;
-    if (Error E = expect(TokKind::Greater, "'>'"))
+    if (Error E = parseTypeAttr(Head, T))
       return E;
     A = Head == "tensor" ? Attribute::getTensor(std::move(T))
                          : Attribute::getType(std::move(T));

@@ -14,32 +14,8 @@ using namespace llvm;
 
 namespace dp {
 
-namespace {
-/// Collects errors, keeping the list short enough to read.
-class ErrorCollector {
-public:
-  void add(Error E) {
-    if (++Count <= MaxReported)
-      Errs = joinErrors(std::move(Errs), std::move(E));
-    else
-      consumeError(std::move(E));
-  }
-  Error take() {
-    if (Count > MaxReported)
-      Errs = joinErrors(std::move(Errs),
-                        makeError(Twine(Count - MaxReported) +
-                                  " more verifier errors not shown"));
-    return std::move(Errs);
-  }
 
-private:
-  static constexpr unsigned MaxReported = 20;
-  unsigned Count = 0;
-  Error Errs = Error::success();
-};
-} // namespace
-
-static void verifyTensorType(ErrorCollector &EC, StringRef Node,
+static void verifyTensorType(ErrorList &EC, StringRef Node,
                              const Tensor &T) {
   if (T.Type.DType == DTypeKind::Undefined) {
     EC.add(makeTensorError(Node, T.Name, "tensor has no element type"));
@@ -56,7 +32,7 @@ static void verifyTensorType(ErrorCollector &EC, StringRef Node,
 }
 
 Error verifyGraph(const Graph &G) {
-  ErrorCollector EC;
+  ErrorList EC;
   if (G.getName().empty())
     EC.add(makeError("the graph has no name"));
 

@@ -326,20 +326,8 @@ private:
   Error runShapeInference();
   Expected<Graph> buildGraph();
 
-  void addError(Error E) {
-    if (++NumErrors <= MaxReportedErrors)
-      Errors = joinErrors(std::move(Errors), std::move(E));
-    else
-      consumeError(std::move(E));
-  }
-  Error takeErrors() {
-    if (NumErrors > MaxReportedErrors)
-      Errors = joinErrors(std::move(Errors),
-                          makeError(Twine(NumErrors - MaxReportedErrors) +
-                                    " more errors not shown"));
-    NumErrors = 0;
-    return std::move(Errors);
-  }
+  void addError(Error E) { Errors.add(std::move(E)); }
+  Error takeErrors() { return Errors.take(); }
 
   /// The unique dp name of node \p I of the working copy.
   StringRef nodeName(int I) const { return Model->graph().node(I).name(); }
@@ -385,8 +373,7 @@ private:
   /// Whether node I was renamed (its source name differs from its name).
   std::vector<bool> RenamedNodes;
 
-  Error Errors = Error::success();
-  unsigned NumErrors = 0;
+  ErrorList Errors{MaxReportedErrors};
 };
 
 } // namespace

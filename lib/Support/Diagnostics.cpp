@@ -61,6 +61,23 @@ Error makeTensorError(StringRef Node, StringRef Tensor, const Twine &Message) {
   return make_error<LocatedError>(std::move(Loc), Message);
 }
 
+void ErrorList::add(Error E) {
+  if (!E)
+    return;
+  if (++Count <= Max)
+    Errors = joinErrors(std::move(Errors), std::move(E));
+  else
+    consumeError(std::move(E));
+}
+
+Error ErrorList::take() {
+  if (Count > Max)
+    Errors = joinErrors(std::move(Errors),
+                        makeError(Twine(Count - Max) + " more errors not shown"));
+  Count = 0;
+  return std::move(Errors);
+}
+
 unsigned printErrors(raw_ostream &OS, StringRef Tool, StringRef DefaultFile,
                      Error Err) {
   unsigned Count = 0;

@@ -11,46 +11,22 @@
 
 #include "llvm/Support/raw_ostream.h"
 
+#include "DiagnosticsTestUtil.h"
+
 #include "gtest/gtest.h"
 
 #include <string>
 #include <vector>
 
 using namespace dp;
+using namespace dp::test;
 
 namespace {
-
-/// One reported error.
-struct Diag {
-  DiagLocation Loc;
-  std::string Message;
-};
-
-/// Splits \p Err into its LocatedErrors, failing the test on any other kind.
-std::vector<Diag> collectErrors(llvm::Error Err) {
-  std::vector<Diag> Diags;
-  llvm::handleAllErrors(
-      std::move(Err),
-      [&](const LocatedError &E) {
-        Diags.push_back({E.getLocation(), E.getMessage().str()});
-      },
-      [&](const llvm::ErrorInfoBase &E) {
-        ADD_FAILURE() << "not a LocatedError: " << E.message();
-      });
-  return Diags;
-}
 
 std::vector<Diag> verifyErrors(const Graph &G) {
   return collectErrors(verifyGraph(G));
 }
 
-std::string describe(const std::vector<Diag> &Diags) {
-  std::string S;
-  for (const Diag &D : Diags)
-    S += "node '" + D.Loc.Node + "' tensor '" + D.Loc.Tensor +
-         "': " + D.Message + "\n";
-  return S;
-}
 
 /// Whether some error is about \p Node and \p Tensor and mentions \p Text.
 bool hasError(const std::vector<Diag> &Diags, llvm::StringRef Node,
@@ -326,7 +302,7 @@ TEST(VerifierTest, LongErrorListsAreCapped) {
   ASSERT_EQ(Diags.size(), 21u) << describe(Diags);
   EXPECT_EQ(Diags[0].Loc.Tensor, "x0");
   EXPECT_EQ(Diags[19].Loc.Tensor, "x19");
-  EXPECT_EQ(Diags[20].Message, "10 more verifier errors not shown");
+  EXPECT_EQ(Diags[20].Message, "10 more errors not shown");
 }
 
 //===----------------------------------------------------------------------===//

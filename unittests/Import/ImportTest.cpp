@@ -16,12 +16,15 @@
 
 #include "onnx/onnx_pb.h"
 
+#include "DiagnosticsTestUtil.h"
+
 #include "gtest/gtest.h"
 
 #include <string>
 #include <vector>
 
 using namespace dp;
+using namespace dp::test;
 
 namespace {
 
@@ -133,34 +136,6 @@ llvm::Expected<Graph> importModel(const onnx::ModelProto &M,
   return importBytes(Bytes, Opts);
 }
 
-/// One reported error.
-struct Diag {
-  DiagLocation Loc;
-  std::string Message;
-};
-
-/// Splits \p Err into its LocatedErrors, failing the test on any other kind.
-std::vector<Diag> collectErrors(llvm::Error Err) {
-  std::vector<Diag> Diags;
-  llvm::handleAllErrors(
-      std::move(Err),
-      [&](const LocatedError &E) {
-        Diags.push_back({E.getLocation(), E.getMessage().str()});
-      },
-      [&](const llvm::ErrorInfoBase &E) {
-        ADD_FAILURE() << "not a LocatedError: " << E.message();
-      });
-  return Diags;
-}
-
-std::string describe(const std::vector<Diag> &Diags) {
-  std::string S;
-  for (const Diag &D : Diags)
-    S += D.Loc.File + ":" + std::to_string(D.Loc.Line) + ":" +
-         std::to_string(D.Loc.Column) + ": node '" + D.Loc.Node + "' tensor '" +
-         D.Loc.Tensor + "': " + D.Message + "\n";
-  return S;
-}
 
 bool contains(llvm::StringRef S, llvm::StringRef Part) {
   return S.contains(Part);

@@ -75,6 +75,29 @@ llvm::Error makeNodeError(llvm::StringRef Node, const llvm::Twine &Message);
 llvm::Error makeTensorError(llvm::StringRef Node, llvm::StringRef Tensor,
                             const llvm::Twine &Message);
 
+/// Collects independent user errors so that several are reported at once
+/// (joinErrors), keeping the first \p Max and counting the rest.
+class ErrorList {
+public:
+  explicit ErrorList(unsigned Max = 20) : Max(Max) {}
+  ErrorList(const ErrorList &) = delete;
+  ErrorList &operator=(const ErrorList &) = delete;
+  ~ErrorList() {
+    assert(!Count && "collected errors were never taken");
+  }
+
+  void add(llvm::Error E);
+  bool empty() const { return Count == 0; }
+  /// Returns the collected errors (success if none), plus one saying how
+  /// many were left out, and starts over.
+  llvm::Error take();
+
+private:
+  unsigned Max;
+  unsigned Count = 0;
+  llvm::Error Errors = llvm::Error::success();
+};
+
 /// Prints every error in \p Err (a joinErrors list prints one line each) as
 /// "<Tool>: <location>: error: <message>", naming \p DefaultFile where an
 /// error names no file. Returns the number of errors printed.
