@@ -35,6 +35,7 @@
 
 namespace dp {
 
+class Cluster;
 class Graph;
 
 /// What a pipeline run knows besides the graph.
@@ -44,6 +45,9 @@ struct PassContext {
   llvm::MemoryBufferRef Input;
   /// Seed for every randomized decision; same seed, same output.
   uint64_t Seed = 0;
+  /// The hardware to cost, place and simulate for (dp-opt -cluster=). Null
+  /// when none was given; passes that need one report an error.
+  const Cluster *TheCluster = nullptr;
   /// Where passes that report to the user (e.g. "summary") write. Null
   /// means such passes write nothing.
   llvm::raw_ostream *Report = nullptr;

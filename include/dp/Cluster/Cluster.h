@@ -1,0 +1,174 @@
+//===- dp/Cluster/Cluster.h - Devices and links -----------------*- C++ -*-===//
+//
+// Part of the dp project.
+//
+//===----------------------------------------------------------------------===//
+///
+/// \file
+/// A cluster is the hardware a graph is placed on: device types (a hardware
+/// model: peak FLOP/s per element type, memory bandwidth and capacity,
+/// per-op launch overhead), devices (instances of a type), switches, and
+/// links between devices and switches (bandwidth, latency).
+///
+/// Transfers between two devices follow the route of fewest hops through
+/// links and switches. Each link carries data both ways at its full
+/// bandwidth (PCIe, NVLink and Ethernet are full duplex), so a link is two
+/// channels, one per direction; transfers that share a channel contend for
+/// it. Devices behind one PCIe switch therefore contend on the switch's
+/// uplink, as they do in the papers' machines.
+///
+/// Clusters come from presets (docs/clusters.md cites the figures they use)
+/// or from JSON/YAML files read with LLVM Support.
+///
+//===----------------------------------------------------------------------===//
+
+#ifndef DP_CLUSTER_CLUSTER_H
+#define DP_CLUSTER_CLUSTER_H
+
+#include "dp/IR/Types.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Support/MemoryBufferRef.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dp {
+
+enum class DeviceKind : uint8_t { GPU, CPU, Accelerator };
+
+llvm::StringRef getDeviceKindName(DeviceKind K); // "gpu", "cpu", "accel"
+
+/// A hardware model.
+struct DeviceType {
+  /// Short name used in cost annotations ("p100", "xeon-e5-2650v4").
+  std::string Name;
+  DeviceKind Kind = DeviceKind::GPU;
+  /// Peak FLOP/s by element type, indexed by DTypeKind; 0 where the file
+  /// or preset gives none (cost models then use the F32 figure).
+  std::array<double, MaxDTypeKind + 1> PeakFlops{};
+  /// Memory bandwidth in bytes/s.
+  double MemoryBandwidth = 0;
+  /// Memory capacity in bytes available to the graph.
+  uint64_t MemoryBytes = 0;
+  /// Fixed cost of launching one op, in seconds.
+  double LaunchOverhead = 0;
+
+  /// Peak FLOP/s for \p T, falling back to the F32 figure.
+  double getPeakFlops(DTypeKind T) const {
+    double P = PeakFlops[static_cast<unsigned>(T)];
+    return P > 0 ? P : PeakFlops[static_cast<unsigned>(DTypeKind::F32)];
+  }
+};
+
+struct Device {
+  /// Unique name ("gpu:0", "cpu:0").
+  std::string Name;
+  /// Index into Cluster::getTypes().
+  unsigned Type = 0;
+};
+
+/// A full-duplex connection between two nodes. Nodes 0..D-1 are the
+/// devices, D..D+S-1 the switches.
+struct Link {
+  std::string Name;
+  unsigned A = 0, B = 0;
+  /// Bytes/s in each direction.
+  double Bandwidth = 0;
+  /// Seconds added to every transfer over the link.
+  double Latency = 0;
+};
+
+class Cluster {
+public:
+  llvm::StringRef getName() const { return Name; }
+  llvm::ArrayRef<DeviceType> getTypes() const { return Types; }
+  llvm::ArrayRef<Device> getDevices() const { return Devices; }
+  llvm::ArrayRef<std::string> getSwitches() const { return Switches; }
+  llvm::ArrayRef<Link> getLinks() const { return Links; }
+
+  unsigned getNumDevices() const { return Devices.size(); }
+  const DeviceType &getDeviceType(unsigned Dev) const {
+    return Types[Devices[Dev].Type];
+  }
+  /// Returns the device named \p N, or -1.
+  int lookupDevice(llvm::StringRef N) const;
+  /// Returns the device type named \p N, or -1.
+  int lookupType(llvm::StringRef N) const;
+
+  /// Channels are link directions: channel 2*L goes from Links[L].A to
+  /// Links[L].B, channel 2*L+1 back.
+  unsigned getNumChannels() const { return 2 * Links.size(); }
+  /// The channels a transfer from device \p Src to device \p Dst occupies,
+  /// in order; empty when Src == Dst.
+  llvm::ArrayRef<unsigned> getRoute(unsigned Src, unsigned Dst) const {
+    return Routes[Src * Devices.size() + Dst].Channels;
+  }
+  /// The smallest bandwidth along the route, and the sum of latencies.
+  double getRouteBandwidth(unsigned Src, unsigned Dst) const {
+    return Routes[Src * Devices.size() + Dst].Bandwidth;
+  }
+  double getRouteLatency(unsigned Src, unsigned Dst) const {
+    return Routes[Src * Devices.size() + Dst].Latency;
+  }
+  /// Seconds to move \p Bytes from \p Src to \p Dst on an idle route.
+  double getTransferTime(unsigned Src, unsigned Dst, uint64_t Bytes) const {
+    if (Src == Dst)
+      return 0;
+    return getRouteLatency(Src, Dst) +
+           static_cast<double>(Bytes) / getRouteBandwidth(Src, Dst);
+  }
+
+  /// Builds a cluster, checking it: names unique and non-empty, positive
+  /// bandwidths, capacities and peaks, every device reachable from every
+  /// other. Computes the routes. Errors name the offending entry.
+  static llvm::Expected<Cluster> create(std::string Name,
+                                        std::vector<DeviceType> Types,
+                                        std::vector<Device> Devices,
+                                        std::vector<std::string> Switches,
+                                        std::vector<Link> Links);
+
+private:
+  struct RouteInfo {
+    llvm::SmallVector<unsigned, 4> Channels;
+    double Bandwidth = 0;
+    double Latency = 0;
+  };
+
+  std::string Name;
+  std::vector<DeviceType> Types;
+  std::vector<Device> Devices;
+  std::vector<std::string> Switches;
+  std::vector<Link> Links;
+  /// Device-by-device, row-major.
+  std::vector<RouteInfo> Routes;
+};
+
+/// The built-in presets' names, in the order -print-cluster lists them.
+llvm::ArrayRef<llvm::StringRef> getClusterPresetNames();
+
+/// Returns the preset \p Name.
+llvm::Expected<Cluster> getClusterPreset(llvm::StringRef Name);
+
+/// Reads a cluster from JSON or YAML text (docs/clusters.md gives the
+/// schema). Errors are LocatedErrors naming \p Buffer's identifier and,
+/// where known, the line and column.
+llvm::Expected<Cluster> parseCluster(llvm::MemoryBufferRef Buffer);
+
+/// Returns the preset named \p Spec, or else the cluster in the file named
+/// \p Spec.
+llvm::Expected<Cluster> loadCluster(llvm::StringRef Spec);
+
+/// Writes a human description: device types with their figures, devices,
+/// switches, links, and the route bandwidth between every device pair.
+void printCluster(llvm::raw_ostream &OS, const Cluster &C);
+
+} // namespace dp
+
+#endif // DP_CLUSTER_CLUSTER_H
