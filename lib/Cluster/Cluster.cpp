@@ -1,0 +1,171 @@
+//===- Cluster.cpp - Devices and links ------------------------------------===//
+//
+// Part of the dp project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dp/Cluster/Cluster.h"
+#include "dp/Support/Diagnostics.h"
+
+#include "llvm/ADT/StringSet.h"
+
+#include <algorithm>
+#include <deque>
+#include <limits>
+
+using namespace llvm;
+
+namespace dp {
+
+StringRef getDeviceKindName(DeviceKind K) {
+  switch (K) {
+  case DeviceKind::GPU:
+    return "gpu";
+  case DeviceKind::CPU:
+    return "cpu";
+  case DeviceKind::Accelerator:
+    return "accel";
+  }
+  llvm_unreachable("unknown DeviceKind");
+}
+
+int Cluster::lookupDevice(StringRef N) const {
+  for (unsigned I = 0, E = Devices.size(); I != E; ++I)
+    if (Devices[I].Name == N)
+      return I;
+  return -1;
+}
+
+int Cluster::lookupType(StringRef N) const {
+  for (unsigned I = 0, E = Types.size(); I != E; ++I)
+    if (Types[I].Name == N)
+      return I;
+  return -1;
+}
+
+static bool isPositiveFinite(double V) {
+  return V > 0 && V < std::numeric_limits<double>::infinity();
+}
+
+Expected<Cluster> Cluster::create(std::string Name,
+                                  std::vector<DeviceType> Types,
+                                  std::vector<Device> Devices,
+                                  std::vector<std::string> Switches,
+                                  std::vector<Link> Links) {
+  ErrorList Errs;
+  auto Err = [&](const Twine &Msg) {
+    Errs.add(makeError("cluster '" + Name + "': " + Msg));
+  };
+  if (Name.empty())
+    Err("the cluster has no name");
+  if (Devices.empty())
+    Err("the cluster has no devices");
+
+  StringSet<> TypeNames;
+  for (const DeviceType &T : Types) {
+    if (T.Name.empty() || !TypeNames.insert(T.Name).second)
+      Err("device type name '" + T.Name + "' is empty or repeated");
+    if (!isPositiveFinite(T.PeakFlops[unsigned(DTypeKind::F32)]))
+      Err("device type '" + T.Name + "' needs a positive f32 peak FLOP/s");
+    for (double P : T.PeakFlops)
+      if (P < 0 || !(P < std::numeric_limits<double>::infinity()))
+        Err("device type '" + T.Name + "' has a negative or infinite peak");
+    if (!isPositiveFinite(T.MemoryBandwidth))
+      Err("device type '" + T.Name +
+          "' needs a positive memory bandwidth");
+    if (T.MemoryBytes == 0)
+      Err("device type '" + T.Name + "' needs a positive memory capacity");
+    if (T.LaunchOverhead < 0 ||
+        !(T.LaunchOverhead < std::numeric_limits<double>::infinity()))
+      Err("device type '" + T.Name +
+          "' has a negative or infinite launch overhead");
+  }
+
+  StringSet<> NodeNames;
+  for (const Device &D : Devices) {
+    if (D.Name.empty() || !NodeNames.insert(D.Name).second)
+      Err("device name '" + D.Name + "' is empty or repeated");
+    if (D.Type >= Types.size())
+      Err("device '" + D.Name + "' has no valid type");
+  }
+  for (const std::string &S : Switches)
+    if (S.empty() || !NodeNames.insert(S).second)
+      Err("switch name '" + S + "' is empty or repeated");
+
+  unsigned NumNodes = Devices.size() + Switches.size();
+  StringSet<> LinkNames;
+  for (const Link &L : Links) {
+    if (L.Name.empty() || !LinkNames.insert(L.Name).second)
+      Err("link name '" + L.Name + "' is empty or repeated");
+    if (L.A >= NumNodes || L.B >= NumNodes || L.A == L.B)
+      Err("link '" + L.Name + "' must join two different known devices or "
+                               "switches");
+    if (!isPositiveFinite(L.Bandwidth))
+      Err("link '" + L.Name + "' needs a positive bandwidth");
+    if (L.Latency < 0 || !(L.Latency < std::numeric_limits<double>::infinity()))
+      Err("link '" + L.Name + "' has a negative or infinite latency");
+  }
+  if (Error E = Errs.take())
+    return std::move(E);
+
+  Cluster C;
+  C.Name = std::move(Name);
+  C.Types = std::move(Types);
+  C.Devices = std::move(Devices);
+  C.Switches = std::move(Switches);
+  C.Links = std::move(Links);
+
+  // Routes: breadth-first search from every device over links; among
+  // routes of fewest hops the first found (links in declaration order) is
+  // taken, so routes are deterministic.
+  std::vector<std::vector<std::pair<unsigned, unsigned>>> Adj(NumNodes);
+  for (unsigned L = 0, E = C.Links.size(); L != E; ++L) {
+    Adj[C.Links[L].A].push_back({C.Links[L].B, 2 * L});
+    Adj[C.Links[L].B].push_back({C.Links[L].A, 2 * L + 1});
+  }
+  unsigned D = C.Devices.size();
+  C.Routes.assign(D * D, RouteInfo());
+  for (unsigned Src = 0; Src != D; ++Src) {
+    std::vector<int> PrevChannel(NumNodes, -1);
+    std::vector<int> PrevNode(NumNodes, -1);
+    std::vector<bool> Seen(NumNodes, false);
+    std::deque<unsigned> Queue{Src};
+    Seen[Src] = true;
+    while (!Queue.empty()) {
+      unsigned N = Queue.front();
+      Queue.pop_front();
+      // Switches forward traffic; devices do not relay for others.
+      if (N != Src && N < D)
+        continue;
+      for (auto [Next, Channel] : Adj[N]) {
+        if (Seen[Next])
+          continue;
+        Seen[Next] = true;
+        PrevNode[Next] = N;
+        PrevChannel[Next] = Channel;
+        Queue.push_back(Next);
+      }
+    }
+    for (unsigned Dst = 0; Dst != D; ++Dst) {
+      if (Dst == Src)
+        continue;
+      if (!Seen[Dst])
+        return makeError("cluster '" + C.Name + "': device '" +
+                         C.Devices[Dst].Name + "' cannot be reached from '" +
+                         C.Devices[Src].Name + "'");
+      RouteInfo &R = C.Routes[Src * D + Dst];
+      R.Bandwidth = std::numeric_limits<double>::infinity();
+      for (unsigned N = Dst; N != Src; N = PrevNode[N]) {
+        unsigned Ch = PrevChannel[N];
+        const Link &L = C.Links[Ch / 2];
+        R.Channels.push_back(Ch);
+        R.Bandwidth = std::min(R.Bandwidth, L.Bandwidth);
+        R.Latency += L.Latency;
+      }
+      std::reverse(R.Channels.begin(), R.Channels.end());
+    }
+  }
+  return std::move(C);
+}
+
+} // namespace dp
