@@ -8,6 +8,8 @@
 #include "dp/IR/Summary.h"
 #include "dp/IR/Verifier.h"
 #include "dp/Import/ONNXImporter.h"
+#include "dp/Place/PlacePass.h"
+#include "dp/Sim/SimulatePass.h"
 #include "dp/Support/Diagnostics.h"
 
 #include "llvm/ADT/StringExtras.h"

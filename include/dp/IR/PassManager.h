@@ -51,6 +51,12 @@ struct PassContext {
   /// Where passes that report to the user (e.g. "summary") write. Null
   /// means such passes write nothing.
   llvm::raw_ostream *Report = nullptr;
+  /// Files the user asked for (dp-opt -summary=, -trace=, -placement=);
+  /// empty when not asked for. The simulate pass writes the summary and
+  /// trace and reads the placement.
+  std::string SummaryFile;
+  std::string TraceFile;
+  std::string PlacementFile;
   /// When timing is on (-time-passes), passes may time their phases here
   /// (a group of its own: the pass times are in the PassManager's group).
   llvm::TimerGroup *Timers = nullptr;

@@ -1,0 +1,194 @@
+//===- dp/Sim/Simulator.h - Event-driven step-time simulator ----*- C++ -*-===//
+//
+// Part of the dp project.
+//
+//===----------------------------------------------------------------------===//
+///
+/// \file
+/// Predicts the time and memory of one step of a placed graph on a cluster,
+/// with the semantics of Placeto's simulator (appendix A.5):
+///
+/// - each device runs one op at a time, taking runnable ops from a FIFO
+///   queue in the order they became runnable;
+/// - an op is runnable on its device once every tensor it reads is there;
+/// - a tensor needed on another device is sent there once, as soon as its
+///   producer finishes, over the route between the devices; a transfer
+///   occupies every channel of its route, channels serve transfers in the
+///   order they were requested, and transfers overlap compute;
+/// - memory: an op's results are allocated on its device when it starts
+///   and freed once their last reader there has finished and every
+///   transfer out of them is done; a received copy is allocated when its
+///   transfer is requested and freed after its last reader on that device;
+///   workspace lives while its op runs; weights, graph inputs, graph
+///   outputs and ops' persistent bytes (optimizer state) stay for the whole
+///   step. A weight or input lives on the device of its first reader.
+///
+/// The simulator is the reward function of every learned placer, so the
+/// problem is compiled once into flat arrays (SimGraph) and each run
+/// allocates nothing.
+///
+//===----------------------------------------------------------------------===//
+
+#ifndef DP_SIM_SIMULATOR_H
+#define DP_SIM_SIMULATOR_H
+
+#include "dp/Cluster/Cluster.h"
+#include "dp/IR/Graph.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace dp {
+
+struct LowerBounds;
+
+/// A graph compiled for simulation on one cluster: costs per op and device,
+/// tensor sizes, and dataflow in compressed arrays indexed by op and tensor
+/// id. Built from the cost annotations (cost-annotate).
+class SimGraph {
+public:
+  /// Fails with a located error if an op lacks a `time.<type>` annotation
+  /// for a device type of \p C. Clusters of more than 64 devices are not
+  /// supported.
+  static llvm::Expected<SimGraph> build(const Graph &G, const Cluster &C);
+
+  unsigned getNumOps() const { return NumOps; }
+  unsigned getNumDevices() const { return NumDevices; }
+  /// Compute time of \p Op on device \p Dev.
+  double getTime(unsigned Op, unsigned Dev) const {
+    return Time[Op * NumDevices + Dev];
+  }
+  const Cluster &getCluster() const { return *C; }
+
+private:
+  friend class Simulator;
+  friend LowerBounds computeLowerBounds(const SimGraph &G);
+
+  const Cluster *C = nullptr;
+  unsigned NumOps = 0, NumDevices = 0, NumTensors = 0;
+  /// Op-major: Time[Op * NumDevices + Dev].
+  std::vector<double> Time;
+  std::vector<uint64_t> OpWorkspace, OpPersistent;
+  /// Distinct tensors each op reads: OpInputs[OpInputsBegin[Op]..[Op + 1]).
+  std::vector<uint32_t> OpInputsBegin, OpInputs;
+  /// Tensors each op produces: OpResults[OpResultsBegin[Op]..[Op + 1]).
+  std::vector<uint32_t> OpResultsBegin, OpResults;
+  /// Distinct ops reading each tensor, in op order.
+  std::vector<uint32_t> ConsumersBegin, Consumers;
+  std::vector<uint64_t> TensorBytes;
+  /// Producer op, or ~0u for weights and graph inputs.
+  std::vector<uint32_t> TensorProducer;
+  /// Graph outputs, weights and inputs are never freed.
+  std::vector<uint8_t> TensorKeep;
+  /// Weights and inputs with a reader, and ops without inputs: where the
+  /// simulation starts.
+  std::vector<uint32_t> SourceTensors, SourceOps;
+};
+
+/// One op's simulated interval.
+struct OpInterval {
+  double Start = 0, End = 0;
+};
+
+/// One simulated transfer.
+struct TransferRecord {
+  uint32_t Tensor = 0;
+  uint16_t Src = 0, Dst = 0;
+  double Start = 0, End = 0;
+};
+
+struct SimResult {
+  double StepTime = 0;
+  bool OOM = false;
+  /// The first allocation that exceeded a capacity: device, the op that
+  /// was starting or receiving, and the bytes over.
+  unsigned OOMDevice = 0;
+  uint32_t OOMOp = 0;
+  uint64_t OOMBytesOver = 0;
+  /// Per device.
+  std::vector<double> BusyTime;
+  std::vector<uint64_t> PeakBytes;
+  std::vector<uint32_t> OpCount;
+  /// Bytes carried by each channel (Cluster::getNumChannels()).
+  std::vector<uint64_t> ChannelBytes;
+  uint64_t TransferBytes = 0;
+  uint32_t NumTransfers = 0;
+  /// Filled only when timelines are recorded.
+  std::vector<OpInterval> Ops;
+  std::vector<TransferRecord> Transfers;
+  /// The ops on the step's critical path, first to last (recorded runs).
+  std::vector<uint32_t> CriticalPath;
+};
+
+/// Runs placements of one SimGraph. Reuse one Simulator for many runs: its
+/// buffers are sized once.
+class Simulator {
+public:
+  explicit Simulator(const SimGraph &G);
+
+  /// Simulates \p Placement (a device index per op). With
+  /// \p RecordTimeline, per-op intervals, transfers and the critical path
+  /// are recorded too (for reports and traces).
+  void run(llvm::ArrayRef<uint32_t> Placement, SimResult &R,
+           bool RecordTimeline = false);
+
+private:
+  struct Event {
+    double Time;
+    uint64_t Seq;
+    /// Op id for an op end; tensor id * devices + destination for a
+    /// transfer end (tagged by the top bit).
+    uint64_t Payload;
+  };
+  void push(double Time, uint64_t Payload);
+  Event pop();
+  void startOp(uint32_t Op, unsigned Dev, double Now, SimResult &R);
+  void makeAvailable(uint32_t T, unsigned Dev, double Now, SimResult &R);
+  void allocate(unsigned Dev, uint64_t Bytes, uint32_t Op, SimResult &R);
+  void release(uint32_t T, unsigned Dev);
+
+  const SimGraph &G;
+  const Cluster &C;
+  llvm::ArrayRef<uint32_t> Place;
+  bool Record = false;
+  uint64_t Seq = 0;
+  std::vector<Event> Heap;
+  std::vector<uint32_t> Pending;
+  /// Per (tensor, device): 0 absent, 1 in flight, 2 present.
+  std::vector<uint8_t> State;
+  /// Per (tensor, device): readers and outgoing transfers still to come.
+  std::vector<uint32_t> Uses;
+  /// The home device of each tensor.
+  std::vector<uint32_t> Home;
+  /// Per device: FIFO of runnable ops (a ring over NumOps slots).
+  std::vector<uint32_t> Queue;
+  std::vector<uint32_t> QHead, QSize;
+  std::vector<uint8_t> Busy;
+  std::vector<double> ChannelFree;
+  std::vector<uint64_t> Live;
+  /// What made each op start: the op or transfer it waited for last.
+  std::vector<uint32_t> WaitedOn;
+  std::vector<double> ReadyTime;
+};
+
+/// Lower bounds on the step time of any placement of \p G.
+struct LowerBounds {
+  /// Longest path with every op on its fastest device, no communication.
+  double CriticalPath = 0;
+  /// Sum over ops of their fastest time, divided by the number of devices.
+  double Work = 0;
+  double best() const { return CriticalPath > Work ? CriticalPath : Work; }
+};
+LowerBounds computeLowerBounds(const SimGraph &G);
+
+/// The device index of every op from its `device` annotation. Errors name
+/// ops without one or with a device the cluster lacks.
+llvm::Expected<std::vector<uint32_t>> getPlacement(const Graph &G,
+                                                   const Cluster &C);
+
+} // namespace dp
+
+#endif // DP_SIM_SIMULATOR_H

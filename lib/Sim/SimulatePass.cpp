@@ -1,0 +1,347 @@
+//===- SimulatePass.cpp - The simulate pass -------------------------------===//
+//
+// Part of the dp project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dp/Sim/SimulatePass.h"
+#include "dp/Support/Diagnostics.h"
+#include "dp/Support/FileOutput.h"
+#include "dp/Support/Format.h"
+
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <algorithm>
+
+using namespace llvm;
+
+namespace dp {
+
+static StringRef getStringAnnotation(const AttributeList &L, StringRef Key,
+                                     StringRef Default) {
+  const Attribute *A = L.get(Key);
+  return A && A->getKind() == AttrKind::String ? StringRef(A->getString())
+                                               : Default;
+}
+
+static double getFloatAnnotation(const AttributeList &L, StringRef Key) {
+  const Attribute *A = L.get(Key);
+  if (!A)
+    return 0;
+  if (A->getKind() == AttrKind::Float)
+    return A->getFloat();
+  if (A->getKind() == AttrKind::Int)
+    return double(A->getInt());
+  return 0;
+}
+
+/// Number of distinct colocation groups, or the op count without them.
+static size_t countGroups(const Graph &G) {
+  DenseSet<int64_t> Groups;
+  for (const Op &Node : G.ops()) {
+    const Attribute *A = Node.Annotations.get("group");
+    if (!A || A->getKind() != AttrKind::Int)
+      return G.getNumOps();
+    Groups.insert(A->getInt());
+  }
+  return Groups.size();
+}
+
+/// "gpu:0->switch0" for a channel.
+static std::string channelName(const Cluster &C, unsigned Ch) {
+  const Link &L = C.getLinks()[Ch / 2];
+  auto NodeName = [&](unsigned N) -> std::string {
+    unsigned D = C.getNumDevices();
+    return N < D ? C.getDevices()[N].Name : C.getSwitches()[N - D];
+  };
+  unsigned From = Ch % 2 ? L.B : L.A, To = Ch % 2 ? L.A : L.B;
+  return L.Name + " " + NodeName(From) + "->" + NodeName(To);
+}
+
+static std::string formatTime(double Seconds) {
+  if (Seconds >= 1)
+    return formatv("{0:F3} s", Seconds).str();
+  if (Seconds >= 1e-3)
+    return formatv("{0:F3} ms", Seconds * 1e3).str();
+  return formatv("{0:F3} us", Seconds * 1e6).str();
+}
+
+void printSimulationReport(raw_ostream &OS, const Graph &G, const Cluster &C,
+                           const SimResult &R, const LowerBounds &LB) {
+  const AttributeList &GA = G.getAnnotations();
+  OS << "simulated step of '" << G.getName() << "' on cluster '"
+     << C.getName() << "' (placer: "
+     << getStringAnnotation(GA, "placer", "given") << ")\n";
+  OS << "  step time:    " << formatTime(R.StepTime) << '\n';
+  double Gap = LB.best() > 0 ? (R.StepTime / LB.best() - 1) * 100 : 0;
+  OS << "  lower bound:  " << formatTime(LB.best()) << " (critical path "
+     << formatTime(LB.CriticalPath) << ", work / devices "
+     << formatTime(LB.Work) << "); gap " << format("%.1f", Gap) << " %\n";
+  if (R.OOM) {
+    const Device &Dev = C.getDevices()[R.OOMDevice];
+    OS << "  memory:       OUT OF MEMORY on " << Dev.Name << ": at op '"
+       << G.getOp(R.OOMOp).Name << "' it needs "
+       << formatBytes(R.OOMBytesOver) << " more than its "
+       << formatBytes(C.getDeviceType(R.OOMDevice).MemoryBytes) << '\n';
+  } else {
+    OS << "  memory:       fits on every device\n";
+  }
+  OS << "  devices:\n";
+  for (unsigned D = 0, E = C.getNumDevices(); D != E; ++D) {
+    double Load = R.StepTime > 0 ? R.BusyTime[D] / R.StepTime * 100 : 0;
+    OS << "    " << left_justify(C.getDevices()[D].Name, 10)
+       << left_justify(C.getDeviceType(D).Name, 16) << "ops "
+       << format("%6u", R.OpCount[D]) << "   busy "
+       << right_justify(formatTime(R.BusyTime[D]), 12) << " ("
+       << format("%5.1f", Load) << " %)   peak "
+       << right_justify(formatBytes(R.PeakBytes[D]), 10) << " / "
+       << formatBytes(C.getDeviceType(D).MemoryBytes) << '\n';
+  }
+  OS << "  transfers:    " << R.NumTransfers << " ("
+     << formatBytes(R.TransferBytes) << ")\n";
+  bool AnyLink = false;
+  for (unsigned Ch = 0, E = C.getNumChannels(); Ch != E; ++Ch) {
+    if (!R.ChannelBytes[Ch])
+      continue;
+    if (!AnyLink)
+      OS << "  link traffic:\n";
+    AnyLink = true;
+    OS << "    " << left_justify(channelName(C, Ch), 36) << ' '
+       << formatBytes(R.ChannelBytes[Ch]) << '\n';
+  }
+  if (R.CriticalPath.empty())
+    return;
+  // The longest ops of the critical path, longest first.
+  std::vector<uint32_t> Path = R.CriticalPath;
+  auto Dur = [&](uint32_t Op) { return R.Ops[Op].End - R.Ops[Op].Start; };
+  std::stable_sort(Path.begin(), Path.end(), [&](uint32_t A, uint32_t B) {
+    return Dur(A) > Dur(B);
+  });
+  unsigned Shown = std::min<size_t>(Path.size(), 10);
+  OS << "  critical path: " << R.CriticalPath.size() << " ops; the "
+     << Shown << " longest:\n";
+  for (unsigned I = 0; I != Shown; ++I) {
+    const Op &Node = G.getOp(Path[I]);
+    OS << "    " << right_justify(formatTime(Dur(Path[I])), 12) << "  "
+       << Node.Name << " (" << G.getQualifiedType(Path[I]) << ")\n";
+  }
+}
+
+void writeSummaryJSON(raw_ostream &OS, const Graph &G, const Cluster &C,
+                      const SimResult &R, const LowerBounds &LB) {
+  const AttributeList &GA = G.getAnnotations();
+  json::OStream J(OS, 2);
+  J.object([&] {
+    J.attribute("model", G.getName());
+    J.attribute("cluster", C.getName());
+    J.attribute("placer", getStringAnnotation(GA, "placer", "given"));
+    J.attribute("ops", int64_t(G.getNumOps()));
+    J.attribute("groups", int64_t(countGroups(G)));
+    J.attribute("step_time_s", R.StepTime);
+    J.attribute("lower_bound_s", LB.best());
+    J.attribute("critical_path_bound_s", LB.CriticalPath);
+    J.attribute("work_bound_s", LB.Work);
+    J.attribute("oom", R.OOM);
+    if (R.OOM) {
+      J.attribute("oom_device", C.getDevices()[R.OOMDevice].Name);
+      J.attribute("oom_op", G.getOp(R.OOMOp).Name);
+      J.attribute("oom_bytes_over", int64_t(R.OOMBytesOver));
+    }
+    J.attribute("transfers", int64_t(R.NumTransfers));
+    J.attribute("transfer_bytes", int64_t(R.TransferBytes));
+    J.attributeArray("devices", [&] {
+      for (unsigned D = 0, E = C.getNumDevices(); D != E; ++D) {
+        J.object([&] {
+          J.attribute("name", C.getDevices()[D].Name);
+          J.attribute("type", C.getDeviceType(D).Name);
+          J.attribute("ops", int64_t(R.OpCount[D]));
+          J.attribute("busy_s", R.BusyTime[D]);
+          J.attribute("peak_bytes", int64_t(R.PeakBytes[D]));
+          J.attribute("capacity_bytes",
+                      int64_t(C.getDeviceType(D).MemoryBytes));
+        });
+      }
+    });
+    J.attribute("search_seconds", getFloatAnnotation(GA, "search_seconds"));
+  });
+  OS << '\n';
+}
+
+void writeChromeTrace(raw_ostream &OS, const Graph &G, const Cluster &C,
+                      const SimResult &R) {
+  unsigned D = C.getNumDevices();
+  // Devices are processes 1..D; link directions are threads of process
+  // D + 1.
+  json::OStream J(OS);
+  J.object([&] {
+    J.attribute("displayTimeUnit", "ns");
+    J.attributeArray("traceEvents", [&] {
+      auto Meta = [&](StringRef Kind, unsigned Pid, unsigned Tid,
+                      StringRef Name) {
+        J.object([&] {
+          J.attribute("name", Kind);
+          J.attribute("ph", "M");
+          J.attribute("pid", int64_t(Pid));
+          J.attribute("tid", int64_t(Tid));
+          J.attributeObject("args", [&] { J.attribute("name", Name); });
+        });
+      };
+      for (unsigned Dev = 0; Dev != D; ++Dev)
+        Meta("process_name", Dev + 1, 0,
+             C.getDevices()[Dev].Name + " (" + C.getDeviceType(Dev).Name +
+                 ")");
+      Meta("process_name", D + 1, 0, "links");
+      for (unsigned Ch = 0, E = C.getNumChannels(); Ch != E; ++Ch)
+        Meta("thread_name", D + 1, Ch, channelName(C, Ch));
+
+      std::vector<uint32_t> Placement(G.getNumOps(), 0);
+      if (Expected<std::vector<uint32_t>> P = getPlacement(G, C))
+        Placement = std::move(*P);
+      else
+        consumeError(P.takeError());
+      for (OpId O = 0, E = G.getNumOps(); O != E; ++O) {
+        const Op &Node = G.getOp(O);
+        J.object([&] {
+          // Ops are named as in the user's model where it named them.
+          J.attribute("name", Node.SourceName.empty() ? Node.Name
+                                                      : Node.SourceName);
+          J.attribute("cat", "op");
+          J.attribute("ph", "X");
+          J.attribute("ts", R.Ops[O].Start * 1e6);
+          J.attribute("dur", (R.Ops[O].End - R.Ops[O].Start) * 1e6);
+          J.attribute("pid", int64_t(Placement[O] + 1));
+          J.attribute("tid", 0);
+          J.attributeObject("args", [&] {
+            J.attribute("op", Node.Name);
+            J.attribute("type", G.getQualifiedType(O));
+          });
+        });
+      }
+      for (const TransferRecord &T : R.Transfers) {
+        for (unsigned Ch : C.getRoute(T.Src, T.Dst)) {
+          J.object([&] {
+            J.attribute("name", G.getTensor(T.Tensor).Name);
+            J.attribute("cat", "transfer");
+            J.attribute("ph", "X");
+            J.attribute("ts", T.Start * 1e6);
+            J.attribute("dur", (T.End - T.Start) * 1e6);
+            J.attribute("pid", int64_t(D + 1));
+            J.attribute("tid", int64_t(Ch));
+            J.attributeObject("args", [&] {
+              J.attribute("bytes",
+                          int64_t(G.getTensor(T.Tensor)
+                                      .Type.getSizeInBytes()
+                                      .getValueOr(0)));
+              J.attribute("from", C.getDevices()[T.Src].Name);
+              J.attribute("to", C.getDevices()[T.Dst].Name);
+            });
+          });
+        }
+      }
+    });
+  });
+  OS << '\n';
+}
+
+Error applyPlacementFile(Graph &G, const Cluster &C, StringRef Path) {
+  ErrorOr<std::unique_ptr<MemoryBuffer>> Buf = MemoryBuffer::getFile(Path);
+  if (!Buf)
+    return makeFileError(Path, 0, 0, "cannot read the placement: " +
+                                         Buf.getError().message());
+  Expected<json::Value> V = json::parse((*Buf)->getBuffer());
+  if (!V)
+    return makeFileError(Path, 0, 0,
+                         "invalid JSON: " + toString(V.takeError()));
+  const json::Object *Root = V->getAsObject();
+  const json::Object *Map = Root ? Root->getObject("placement") : nullptr;
+  if (!Map)
+    return makeFileError(Path, 0, 0,
+                         "expected an object with a \"placement\" object "
+                         "mapping op names to device names");
+  ErrorList Errs;
+  std::vector<int> Chosen(G.getNumOps(), -1);
+  std::vector<std::string> Keys;
+  for (const auto &KV : *Map)
+    Keys.push_back(KV.first.str());
+  llvm::sort(Keys); // JSON objects are unordered: report in a stable order.
+  for (const std::string &Key : Keys) {
+    const json::Value &Val = *Map->get(Key);
+    OpId O = G.lookupOp(Key);
+    if (O == NoId) {
+      Errs.add(makeFileError(Path, 0, 0,
+                             "placement." + Key + ": no op named '" + Key +
+                                 "' in the graph"));
+      continue;
+    }
+    Optional<StringRef> Dev = Val.getAsString();
+    int D = Dev ? C.lookupDevice(*Dev) : -1;
+    if (D < 0) {
+      Errs.add(makeFileError(Path, 0, 0,
+                             "placement." + Key +
+                                 ": expected the name of a device of cluster '" +
+                                 C.getName() + "'"));
+      continue;
+    }
+    Chosen[O] = D;
+  }
+  unsigned Missing = 0;
+  for (OpId O = 0, E = G.getNumOps(); O != E; ++O)
+    if (Chosen[O] < 0 && ++Missing == 1)
+      Errs.add(makeFileError(Path, 0, 0,
+                             "op '" + G.getOp(O).Name +
+                                 "' has no device in the placement"));
+  if (Missing > 1)
+    Errs.add(makeFileError(Path, 0, 0,
+                           Twine(Missing) + " ops have no device in the "
+                                            "placement"));
+  if (Error E = Errs.take())
+    return E;
+  for (OpId O = 0, E = G.getNumOps(); O != E; ++O)
+    G.getOp(O).Annotations.set(
+        "device", Attribute::getString(C.getDevices()[Chosen[O]].Name));
+  G.getAnnotations().set("placer", Attribute::getString("file"));
+  return Error::success();
+}
+
+Error SimulatePass::run(Graph &G, PassContext &Ctx) {
+  if (!Ctx.TheCluster)
+    return makeError("simulate needs a cluster: pass -cluster=<preset|file>");
+  const Cluster &C = *Ctx.TheCluster;
+  if (!Ctx.PlacementFile.empty())
+    if (Error E = applyPlacementFile(G, C, Ctx.PlacementFile))
+      return E;
+  Expected<SimGraph> SG = SimGraph::build(G, C);
+  if (!SG)
+    return SG.takeError();
+  Expected<std::vector<uint32_t>> Placement = getPlacement(G, C);
+  if (!Placement)
+    return Placement.takeError();
+  Simulator Sim(*SG);
+  SimResult R;
+  Sim.run(*Placement, R, /*RecordTimeline=*/true);
+  LowerBounds LB = computeLowerBounds(*SG);
+
+  AttributeList &GA = G.getAnnotations();
+  GA.set("step_time_s", Attribute::getFloat(R.StepTime));
+  GA.set("lower_bound_s", Attribute::getFloat(LB.best()));
+  GA.set("oom", Attribute::getInt(R.OOM));
+  if (Ctx.Report)
+    printSimulationReport(*Ctx.Report, G, C, R, LB);
+  if (!Ctx.SummaryFile.empty())
+    if (Error E = writeFileAtomically(Ctx.SummaryFile, [&](raw_ostream &OS) {
+          writeSummaryJSON(OS, G, C, R, LB);
+        }))
+      return E;
+  if (!Ctx.TraceFile.empty())
+    if (Error E = writeFileAtomically(Ctx.TraceFile, [&](raw_ostream &OS) {
+          writeChromeTrace(OS, G, C, R);
+        }))
+      return E;
+  return Error::success();
+}
+
+} // namespace dp

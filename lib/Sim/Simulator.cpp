@@ -1,0 +1,437 @@
+//===- Simulator.cpp - Event-driven step-time simulator -------------------===//
+//
+// Part of the dp project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dp/Sim/Simulator.h"
+#include "dp/Support/Diagnostics.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+#include <algorithm>
+#include <limits>
+
+using namespace llvm;
+
+namespace dp {
+
+static constexpr uint32_t None = ~0u;
+static constexpr uint64_t TransferTag = uint64_t(1) << 63;
+static constexpr unsigned MaxDevices = 64;
+
+//===----------------------------------------------------------------------===//
+// SimGraph
+//===----------------------------------------------------------------------===//
+
+Expected<SimGraph> SimGraph::build(const Graph &G, const Cluster &C) {
+  if (C.getNumDevices() > MaxDevices)
+    return makeError("the simulator supports clusters of at most " +
+                     Twine(MaxDevices) + " devices; '" + C.getName() +
+                     "' has " + Twine(C.getNumDevices()));
+  SimGraph S;
+  S.C = &C;
+  S.NumOps = G.getNumOps();
+  S.NumDevices = C.getNumDevices();
+  S.NumTensors = G.getNumTensors();
+  unsigned D = S.NumDevices;
+
+  // Costs: one annotation per device type, looked up once per op.
+  std::vector<std::string> Keys;
+  for (const DeviceType &T : C.getTypes())
+    Keys.push_back("time." + T.Name);
+  S.Time.resize(size_t(S.NumOps) * D);
+  S.OpWorkspace.assign(S.NumOps, 0);
+  S.OpPersistent.assign(S.NumOps, 0);
+  ErrorList Errs;
+  std::vector<double> TypeTime(Keys.size());
+  for (OpId O = 0; O != S.NumOps; ++O) {
+    const Op &Node = G.getOp(O);
+    bool Ok = true;
+    for (unsigned K = 0, E = Keys.size(); K != E; ++K) {
+      const Attribute *A = Node.Annotations.get(Keys[K]);
+      if (!A || A->getKind() != AttrKind::Float || !(A->getFloat() >= 0)) {
+        Errs.add(makeNodeError(Node.Name, "no cost for device type '" +
+                                              C.getTypes()[K].Name +
+                                              "' (annotation " + Keys[K] +
+                                              "); run cost-annotate first"));
+        Ok = false;
+        break;
+      }
+      TypeTime[K] = A->getFloat();
+    }
+    if (!Ok)
+      continue;
+    for (unsigned Dev = 0; Dev != D; ++Dev)
+      S.Time[size_t(O) * D + Dev] = TypeTime[C.getDevices()[Dev].Type];
+    auto Bytes = [&](StringRef Key) -> uint64_t {
+      const Attribute *A = Node.Annotations.get(Key);
+      return A && A->getKind() == AttrKind::Int && A->getInt() > 0
+                 ? uint64_t(A->getInt())
+                 : 0;
+    };
+    S.OpWorkspace[O] = Bytes("workspace_bytes");
+    S.OpPersistent[O] = Bytes("persistent_bytes");
+  }
+  if (Error E = Errs.take())
+    return std::move(E);
+
+  // Tensors.
+  S.TensorBytes.resize(S.NumTensors);
+  S.TensorProducer.resize(S.NumTensors);
+  S.TensorKeep.assign(S.NumTensors, 0);
+  for (TensorId T = 0; T != S.NumTensors; ++T) {
+    const Tensor &Tn = G.getTensor(T);
+    S.TensorBytes[T] = Tn.Type.getSizeInBytes().getValueOr(0);
+    S.TensorProducer[T] = Tn.Producer == NoId ? None : Tn.Producer;
+    S.TensorKeep[T] = Tn.Kind != TensorKind::Activation;
+  }
+  for (TensorId T : G.getOutputs())
+    S.TensorKeep[T] = 1;
+
+  // Dataflow, deduplicated: an op reading a tensor twice waits for it once.
+  S.OpInputsBegin.assign(S.NumOps + 1, 0);
+  S.OpResultsBegin.assign(S.NumOps + 1, 0);
+  std::vector<uint32_t> NumConsumers(S.NumTensors, 0);
+  for (OpId O = 0; O != S.NumOps; ++O) {
+    const Op &Node = G.getOp(O);
+    unsigned First = S.OpInputs.size();
+    for (TensorId T : Node.Operands) {
+      if (T == NoId ||
+          std::find(S.OpInputs.begin() + First, S.OpInputs.end(), T) !=
+              S.OpInputs.end())
+        continue;
+      S.OpInputs.push_back(T);
+      ++NumConsumers[T];
+    }
+    S.OpInputsBegin[O + 1] = S.OpInputs.size();
+    for (TensorId T : Node.Results)
+      if (T != NoId)
+        S.OpResults.push_back(T);
+    S.OpResultsBegin[O + 1] = S.OpResults.size();
+  }
+  S.ConsumersBegin.assign(S.NumTensors + 1, 0);
+  for (TensorId T = 0; T != S.NumTensors; ++T)
+    S.ConsumersBegin[T + 1] = S.ConsumersBegin[T] + NumConsumers[T];
+  S.Consumers.resize(S.ConsumersBegin.back());
+  std::vector<uint32_t> Fill(S.ConsumersBegin.begin(),
+                             S.ConsumersBegin.end() - 1);
+  for (OpId O = 0; O != S.NumOps; ++O)
+    for (unsigned I = S.OpInputsBegin[O]; I != S.OpInputsBegin[O + 1]; ++I)
+      S.Consumers[Fill[S.OpInputs[I]]++] = O;
+
+  for (TensorId T = 0; T != S.NumTensors; ++T)
+    if (S.TensorProducer[T] == None && NumConsumers[T])
+      S.SourceTensors.push_back(T);
+  for (OpId O = 0; O != S.NumOps; ++O)
+    if (S.OpInputsBegin[O] == S.OpInputsBegin[O + 1])
+      S.SourceOps.push_back(O);
+  return std::move(S);
+}
+
+//===----------------------------------------------------------------------===//
+// Simulator
+//===----------------------------------------------------------------------===//
+
+Simulator::Simulator(const SimGraph &G) : G(G), C(*G.C) {
+  unsigned D = G.NumDevices;
+  Heap.reserve(G.NumOps + size_t(G.NumTensors) * D + 1);
+  Pending.resize(G.NumOps);
+  State.resize(size_t(G.NumTensors) * D);
+  Uses.resize(size_t(G.NumTensors) * D);
+  Home.resize(G.NumTensors);
+  Queue.resize(size_t(G.NumOps) * D);
+  QHead.resize(D);
+  QSize.resize(D);
+  Busy.resize(D);
+  ChannelFree.resize(C.getNumChannels());
+  Live.resize(D);
+  WaitedOn.resize(G.NumOps);
+  ReadyTime.resize(G.NumOps);
+}
+
+void Simulator::push(double Time, uint64_t Payload) {
+  Heap.push_back(Event{Time, Seq++, Payload});
+  std::push_heap(Heap.begin(), Heap.end(), [](const Event &A, const Event &B) {
+    return A.Time != B.Time ? A.Time > B.Time : A.Seq > B.Seq;
+  });
+}
+
+Simulator::Event Simulator::pop() {
+  std::pop_heap(Heap.begin(), Heap.end(), [](const Event &A, const Event &B) {
+    return A.Time != B.Time ? A.Time > B.Time : A.Seq > B.Seq;
+  });
+  Event E = Heap.back();
+  Heap.pop_back();
+  return E;
+}
+
+void Simulator::allocate(unsigned Dev, uint64_t Bytes, uint32_t Op,
+                         SimResult &R) {
+  Live[Dev] += Bytes;
+  if (Live[Dev] > R.PeakBytes[Dev])
+    R.PeakBytes[Dev] = Live[Dev];
+  uint64_t Capacity = C.getDeviceType(Dev).MemoryBytes;
+  if (!R.OOM && Live[Dev] > Capacity) {
+    R.OOM = true;
+    R.OOMDevice = Dev;
+    R.OOMOp = Op;
+    R.OOMBytesOver = Live[Dev] - Capacity;
+  }
+}
+
+void Simulator::release(uint32_t T, unsigned Dev) {
+  if (G.TensorKeep[T] && Dev == Home[T])
+    return;
+  Live[Dev] -= G.TensorBytes[T];
+}
+
+void Simulator::startOp(uint32_t Op, unsigned Dev, double Now, SimResult &R) {
+  Busy[Dev] = 1;
+  uint64_t Bytes = G.OpWorkspace[Op];
+  for (unsigned I = G.OpResultsBegin[Op]; I != G.OpResultsBegin[Op + 1]; ++I)
+    Bytes += G.TensorBytes[G.OpResults[I]];
+  allocate(Dev, Bytes, Op, R);
+  if (Record)
+    R.Ops[Op].Start = Now;
+  push(Now + G.Time[size_t(Op) * G.NumDevices + Dev], Op);
+}
+
+/// Tensor \p T is now on \p Dev: wake its readers there, and if \p Dev is
+/// its home, send it to every other device that reads it.
+void Simulator::makeAvailable(uint32_t T, unsigned Dev, double Now,
+                              SimResult &R) {
+  unsigned D = G.NumDevices;
+  State[size_t(T) * D + Dev] = 2;
+  uint32_t Producer = G.TensorProducer[T];
+  uint64_t Remote = 0;
+  for (unsigned I = G.ConsumersBegin[T]; I != G.ConsumersBegin[T + 1]; ++I) {
+    uint32_t Op = G.Consumers[I];
+    unsigned OpDev = Place[Op];
+    if (OpDev != Dev) {
+      Remote |= uint64_t(1) << OpDev;
+      continue;
+    }
+    if (--Pending[Op])
+      continue;
+    ReadyTime[Op] = Now;
+    WaitedOn[Op] = Producer;
+    if (!Busy[Dev]) {
+      startOp(Op, Dev, Now, R);
+      continue;
+    }
+    unsigned Slot = (QHead[Dev] + QSize[Dev]++) % G.NumOps;
+    Queue[size_t(Dev) * G.NumOps + Slot] = Op;
+  }
+  if (Dev != Home[T])
+    return;
+  for (unsigned Dst = 0; Remote; ++Dst, Remote >>= 1) {
+    if (!(Remote & 1) || State[size_t(T) * D + Dst])
+      continue;
+    State[size_t(T) * D + Dst] = 1;
+    uint64_t Bytes = G.TensorBytes[T];
+    ArrayRef<unsigned> Route = C.getRoute(Dev, Dst);
+    double Start = Now;
+    for (unsigned Ch : Route)
+      Start = std::max(Start, ChannelFree[Ch]);
+    double End = Start + C.getTransferTime(Dev, Dst, Bytes);
+    for (unsigned Ch : Route) {
+      ChannelFree[Ch] = End;
+      R.ChannelBytes[Ch] += Bytes;
+    }
+    R.TransferBytes += Bytes;
+    ++R.NumTransfers;
+    allocate(Dst, Bytes, Producer == None ? 0 : Producer, R);
+    if (Record)
+      R.Transfers.push_back(
+          TransferRecord{T, uint16_t(Dev), uint16_t(Dst), Start, End});
+    push(End, TransferTag | (uint64_t(T) * D + Dst));
+  }
+}
+
+void Simulator::run(ArrayRef<uint32_t> Placement, SimResult &R,
+                    bool RecordTimeline) {
+  assert(Placement.size() == G.NumOps && "one device per op");
+  unsigned D = G.NumDevices;
+  Place = Placement;
+  Record = RecordTimeline;
+  Seq = 0;
+  Heap.clear();
+  std::fill(State.begin(), State.end(), 0);
+  std::fill(Uses.begin(), Uses.end(), 0);
+  std::fill(QHead.begin(), QHead.end(), 0);
+  std::fill(QSize.begin(), QSize.end(), 0);
+  std::fill(Busy.begin(), Busy.end(), 0);
+  std::fill(ChannelFree.begin(), ChannelFree.end(), 0.0);
+  std::fill(Live.begin(), Live.end(), 0);
+  R.StepTime = 0;
+  R.OOM = false;
+  R.OOMDevice = 0;
+  R.OOMOp = 0;
+  R.OOMBytesOver = 0;
+  R.BusyTime.assign(D, 0.0);
+  R.PeakBytes.assign(D, 0);
+  R.OpCount.assign(D, 0);
+  R.ChannelBytes.assign(C.getNumChannels(), 0);
+  R.TransferBytes = 0;
+  R.NumTransfers = 0;
+  R.Transfers.clear();
+  R.CriticalPath.clear();
+  if (Record)
+    R.Ops.assign(G.NumOps, OpInterval());
+
+  for (uint32_t Op = 0; Op != G.NumOps; ++Op) {
+    assert(Placement[Op] < D && "device out of range");
+    Pending[Op] = G.OpInputsBegin[Op + 1] - G.OpInputsBegin[Op];
+    WaitedOn[Op] = None;
+    ++R.OpCount[Placement[Op]];
+  }
+  // Homes and the uses that keep each copy alive: its readers on that
+  // device, plus (at home) one per device it is sent to.
+  for (uint32_t T = 0; T != G.NumTensors; ++T) {
+    unsigned Begin = G.ConsumersBegin[T], End = G.ConsumersBegin[T + 1];
+    uint32_t Producer = G.TensorProducer[T];
+    Home[T] = Producer != None ? Placement[Producer]
+              : Begin != End   ? Placement[G.Consumers[Begin]]
+                               : 0;
+    uint64_t Remote = 0;
+    for (unsigned I = Begin; I != End; ++I) {
+      unsigned Dev = Placement[G.Consumers[I]];
+      ++Uses[size_t(T) * D + Dev];
+      if (Dev != Home[T])
+        Remote |= uint64_t(1) << Dev;
+    }
+    Uses[size_t(T) * D + Home[T]] += countPopulation(Remote);
+  }
+
+  // Persistent bytes first: they are there before the step starts.
+  for (uint32_t Op = 0; Op != G.NumOps; ++Op)
+    if (G.OpPersistent[Op])
+      allocate(Placement[Op], G.OpPersistent[Op], Op, R);
+  for (uint32_t T : G.SourceTensors)
+    allocate(Home[T], G.TensorBytes[T], G.Consumers[G.ConsumersBegin[T]], R);
+  for (uint32_t T : G.SourceTensors)
+    makeAvailable(T, Home[T], 0.0, R);
+  for (uint32_t Op : G.SourceOps) {
+    unsigned Dev = Placement[Op];
+    ReadyTime[Op] = 0;
+    if (!Busy[Dev]) {
+      startOp(Op, Dev, 0.0, R);
+      continue;
+    }
+    unsigned Slot = (QHead[Dev] + QSize[Dev]++) % G.NumOps;
+    Queue[size_t(Dev) * G.NumOps + Slot] = Op;
+  }
+
+  uint32_t LastOp = None;
+  while (!Heap.empty()) {
+    Event E = pop();
+    double Now = E.Time;
+    if (E.Payload & TransferTag) {
+      uint64_t Key = E.Payload & ~TransferTag;
+      uint32_t T = uint32_t(Key / D);
+      unsigned Dst = unsigned(Key % D);
+      makeAvailable(T, Dst, Now, R);
+      // The copy at home has one transfer fewer to serve.
+      if (--Uses[size_t(T) * D + Home[T]] == 0)
+        release(T, Home[T]);
+      continue;
+    }
+    uint32_t Op = uint32_t(E.Payload);
+    unsigned Dev = Place[Op];
+    double Dur = G.Time[size_t(Op) * D + Dev];
+    R.BusyTime[Dev] += Dur;
+    if (Now >= R.StepTime) {
+      R.StepTime = Now;
+      LastOp = Op;
+    }
+    if (Record)
+      R.Ops[Op].End = Now;
+    Live[Dev] -= G.OpWorkspace[Op];
+    for (unsigned I = G.OpResultsBegin[Op]; I != G.OpResultsBegin[Op + 1];
+         ++I) {
+      uint32_t T = G.OpResults[I];
+      makeAvailable(T, Dev, Now, R);
+      if (Uses[size_t(T) * D + Dev] == 0)
+        release(T, Dev); // Nothing reads it.
+    }
+    for (unsigned I = G.OpInputsBegin[Op]; I != G.OpInputsBegin[Op + 1];
+         ++I) {
+      uint32_t T = G.OpInputs[I];
+      if (--Uses[size_t(T) * D + Dev] == 0)
+        release(T, Dev);
+    }
+    if (!QSize[Dev]) {
+      Busy[Dev] = 0;
+      continue;
+    }
+    uint32_t Next = Queue[size_t(Dev) * G.NumOps + QHead[Dev]];
+    QHead[Dev] = (QHead[Dev] + 1) % G.NumOps;
+    --QSize[Dev];
+    if (ReadyTime[Next] < Now)
+      WaitedOn[Next] = Op; // It waited for the device, not for data.
+    startOp(Next, Dev, Now, R);
+  }
+
+  if (Record && LastOp != None) {
+    for (uint32_t Op = LastOp; Op != None; Op = WaitedOn[Op])
+      R.CriticalPath.push_back(Op);
+    std::reverse(R.CriticalPath.begin(), R.CriticalPath.end());
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Lower bounds and placements
+//===----------------------------------------------------------------------===//
+
+LowerBounds computeLowerBounds(const SimGraph &G) {
+  LowerBounds LB;
+  unsigned D = G.getNumDevices();
+  std::vector<double> Finish(G.getNumOps(), 0.0);
+  std::vector<double> TensorReady(G.TensorBytes.size(), 0.0);
+  double Work = 0;
+  for (uint32_t Op = 0; Op != G.getNumOps(); ++Op) {
+    double Fastest = std::numeric_limits<double>::infinity();
+    for (unsigned Dev = 0; Dev != D; ++Dev)
+      Fastest = std::min(Fastest, G.getTime(Op, Dev));
+    double Start = 0;
+    for (unsigned I = G.OpInputsBegin[Op]; I != G.OpInputsBegin[Op + 1]; ++I)
+      Start = std::max(Start, TensorReady[G.OpInputs[I]]);
+    Finish[Op] = Start + Fastest;
+    for (unsigned I = G.OpResultsBegin[Op]; I != G.OpResultsBegin[Op + 1];
+         ++I)
+      TensorReady[G.OpResults[I]] = Finish[Op];
+    LB.CriticalPath = std::max(LB.CriticalPath, Finish[Op]);
+    Work += Fastest;
+  }
+  LB.Work = D ? Work / D : 0;
+  return LB;
+}
+
+Expected<std::vector<uint32_t>> getPlacement(const Graph &G,
+                                             const Cluster &C) {
+  std::vector<uint32_t> Placement(G.getNumOps());
+  ErrorList Errs;
+  for (OpId O = 0, E = G.getNumOps(); O != E; ++O) {
+    const Op &Node = G.getOp(O);
+    const Attribute *A = Node.Annotations.get("device");
+    if (!A || A->getKind() != AttrKind::String) {
+      Errs.add(makeNodeError(Node.Name, "op has no device: run place "
+                                        "first"));
+      continue;
+    }
+    int Dev = C.lookupDevice(A->getString());
+    if (Dev < 0) {
+      Errs.add(makeNodeError(Node.Name, "device '" + A->getString() +
+                                            "' is not in cluster '" +
+                                            C.getName() + "'"));
+      continue;
+    }
+    Placement[O] = Dev;
+  }
+  if (Error E = Errs.take())
+    return std::move(E);
+  return std::move(Placement);
+}
+
+} // namespace dp

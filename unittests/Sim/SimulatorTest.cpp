@@ -1,0 +1,337 @@
+//===- SimulatorTest.cpp - Hand-computed simulator timelines --------------===//
+//
+// Part of the dp project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dp/Sim/Simulator.h"
+
+#include "DiagnosticsTestUtil.h"
+
+#include "gtest/gtest.h"
+
+using namespace dp;
+using namespace dp::test;
+using llvm::ArrayRef;
+using llvm::Expected;
+using llvm::StringRef;
+
+namespace {
+
+/// \p NumDevices devices of one type "t" (1 MiB each unless said
+/// otherwise): two are joined by one link of \p LinkBandwidth bytes/s and
+/// \p Latency s; more hang off one switch, a link each.
+Cluster makeCluster(double LinkBandwidth, double Latency = 0,
+                    uint64_t Memory = 1 << 20, unsigned NumDevices = 2) {
+  DeviceType T;
+  T.Name = "t";
+  T.PeakFlops[unsigned(DTypeKind::F32)] = 1e12;
+  T.MemoryBandwidth = 1e11;
+  T.MemoryBytes = Memory;
+  std::vector<Device> Devs;
+  for (unsigned I = 0; I != NumDevices; ++I)
+    Devs.push_back({"g" + std::to_string(I), 0});
+  std::vector<Link> Links;
+  if (NumDevices == 2) {
+    Links.push_back({"l", 0, 1, LinkBandwidth, Latency});
+    return cantFail(Cluster::create("test", {T}, Devs, {}, Links));
+  }
+  for (unsigned I = 0; I != NumDevices; ++I)
+    Links.push_back({"l" + std::to_string(I), I, NumDevices, LinkBandwidth,
+                     Latency});
+  return cantFail(Cluster::create("test", {T}, Devs, {"sw"}, Links));
+}
+
+/// Builds graphs op by op with times and f32 vector results.
+class GraphBuilder {
+public:
+  GraphBuilder() { G.setName("g"); }
+
+  TensorId input(StringRef Name, int64_t Elements) {
+    return G.addInput(Name, TensorType(DTypeKind::F32, {Elements}));
+  }
+  TensorId weight(StringRef Name, int64_t Elements) {
+    return G.addWeight(Name, TensorType(DTypeKind::F32, {Elements}));
+  }
+  /// An op taking \p Seconds with results of the given element counts.
+  OpId op(StringRef Name, double Seconds, ArrayRef<TensorId> Operands,
+          ArrayRef<int64_t> ResultElements) {
+    std::vector<std::string> Names;
+    for (unsigned I = 0; I != ResultElements.size(); ++I)
+      Names.push_back(Name.str() + "." + std::to_string(I));
+    std::vector<Graph::ResultSpec> Results;
+    for (unsigned I = 0; I != ResultElements.size(); ++I)
+      Results.push_back(
+          {Names[I], TensorType(DTypeKind::F32, {ResultElements[I]})});
+    OpId O = G.addOp(Name, "", "Op", Operands, Results);
+    G.getOp(O).Annotations.set("time.t", Attribute::getFloat(Seconds));
+    return O;
+  }
+  TensorId result(OpId O, unsigned I = 0) { return G.getOp(O).Results[I]; }
+
+  Graph G;
+};
+
+struct SimRun {
+  SimResult R;
+  void simulate(const Graph &G, const Cluster &C,
+                std::vector<uint32_t> Placement) {
+    Expected<SimGraph> SG = SimGraph::build(G, C);
+    ASSERT_TRUE(bool(SG)) << describe(collectErrors(SG.takeError()));
+    Simulator Sim(*SG);
+    Sim.run(Placement, R, /*RecordTimeline=*/true);
+  }
+};
+
+TEST(SimulatorTest, ChainOnOneDevice) {
+  GraphBuilder B;
+  TensorId X = B.input("x", 1);
+  OpId A = B.op("a", 1, {X}, {1});
+  OpId Bo = B.op("b", 2, {B.result(A)}, {1});
+  OpId Co = B.op("c", 3, {B.result(Bo)}, {1});
+  B.G.addOutput(B.result(Co));
+  Cluster C = makeCluster(1e9);
+  SimRun Sim;
+  Sim.simulate(B.G, C, {0, 0, 0});
+  EXPECT_DOUBLE_EQ(Sim.R.StepTime, 6);
+  EXPECT_DOUBLE_EQ(Sim.R.Ops[Bo].Start, 1);
+  EXPECT_DOUBLE_EQ(Sim.R.Ops[Co].Start, 3);
+  EXPECT_DOUBLE_EQ(Sim.R.BusyTime[0], 6);
+  EXPECT_DOUBLE_EQ(Sim.R.BusyTime[1], 0);
+  EXPECT_EQ(Sim.R.NumTransfers, 0u);
+  EXPECT_EQ(Sim.R.CriticalPath, (std::vector<uint32_t>{A, Bo, Co}));
+}
+
+TEST(SimulatorTest, ChainAcrossDevicesWaitsForTheTransfer) {
+  GraphBuilder B;
+  TensorId X = B.input("x", 1);
+  OpId A = B.op("a", 1, {X}, {250}); // 1000 bytes
+  OpId Bo = B.op("b", 2, {B.result(A)}, {1});
+  B.G.addOutput(B.result(Bo));
+  Cluster C = makeCluster(/*LinkBandwidth=*/1000, /*Latency=*/0.5);
+  SimRun Sim;
+  Sim.simulate(B.G, C, {0, 1});
+  // 1 s compute, 0.5 s latency + 1000 B / 1000 B/s, then 2 s.
+  EXPECT_DOUBLE_EQ(Sim.R.Ops[Bo].Start, 2.5);
+  EXPECT_DOUBLE_EQ(Sim.R.StepTime, 4.5);
+  EXPECT_EQ(Sim.R.NumTransfers, 1u);
+  EXPECT_EQ(Sim.R.TransferBytes, 1000u);
+  EXPECT_EQ(Sim.R.ChannelBytes[0], 1000u); // g0 -> g1
+  EXPECT_EQ(Sim.R.ChannelBytes[1], 0u);    // g1 -> g0
+}
+
+TEST(SimulatorTest, ForkJoinRunsBranchesInParallel) {
+  GraphBuilder B;
+  TensorId X = B.input("x", 1);
+  OpId A = B.op("a", 1, {X}, {1});
+  OpId L = B.op("left", 2, {B.result(A)}, {1});
+  OpId R = B.op("right", 3, {B.result(A)}, {1});
+  OpId J = B.op("join", 1, {B.result(L), B.result(R)}, {1});
+  B.G.addOutput(B.result(J));
+  // 4-byte tensors over a 4 B/s link: each transfer takes 1 s.
+  Cluster C = makeCluster(4);
+  SimRun Sim;
+  Sim.simulate(B.G, C, {0, 0, 1, 0});
+  // a 0-1; left 1-3 on g0; right waits for x's result: 1-2 transfer, 2-5;
+  // its result comes back 5-6; join 6-7.
+  EXPECT_DOUBLE_EQ(Sim.R.Ops[L].End, 3);
+  EXPECT_DOUBLE_EQ(Sim.R.Ops[R].Start, 2);
+  EXPECT_DOUBLE_EQ(Sim.R.Ops[R].End, 5);
+  EXPECT_DOUBLE_EQ(Sim.R.Ops[J].Start, 6);
+  EXPECT_DOUBLE_EQ(Sim.R.StepTime, 7);
+  EXPECT_EQ(Sim.R.CriticalPath, (std::vector<uint32_t>{A, R, J}));
+
+  // The same on one device: the branches serialize in FIFO order.
+  SimRun One;
+  One.simulate(B.G, C, {0, 0, 0, 0});
+  EXPECT_DOUBLE_EQ(One.R.Ops[L].Start, 1);
+  EXPECT_DOUBLE_EQ(One.R.Ops[R].Start, 3);
+  EXPECT_DOUBLE_EQ(One.R.StepTime, 7);
+}
+
+TEST(SimulatorTest, TransfersContendOnOneLink) {
+  GraphBuilder B;
+  TensorId X = B.input("x", 1);
+  OpId A = B.op("a", 1, {X}, {250, 250}); // two 1000-byte results
+  OpId P = B.op("p", 1, {B.result(A, 0)}, {1});
+  OpId Q = B.op("q", 1, {B.result(A, 1)}, {1});
+  B.G.addOutput(B.result(P));
+  B.G.addOutput(B.result(Q));
+  Cluster C = makeCluster(1000);
+  SimRun Sim;
+  Sim.simulate(B.G, C, {0, 1, 1});
+  // Both transfers are requested at 1 s; the link serves them in turn.
+  ASSERT_EQ(Sim.R.Transfers.size(), 2u);
+  EXPECT_DOUBLE_EQ(Sim.R.Transfers[0].Start, 1);
+  EXPECT_DOUBLE_EQ(Sim.R.Transfers[0].End, 2);
+  EXPECT_DOUBLE_EQ(Sim.R.Transfers[1].Start, 2);
+  EXPECT_DOUBLE_EQ(Sim.R.Transfers[1].End, 3);
+  EXPECT_DOUBLE_EQ(Sim.R.Ops[P].Start, 2);
+  EXPECT_DOUBLE_EQ(Sim.R.Ops[Q].Start, 3);
+  EXPECT_DOUBLE_EQ(Sim.R.StepTime, 4);
+}
+
+TEST(SimulatorTest, OppositeDirectionsDoNotContend) {
+  GraphBuilder B;
+  TensorId X = B.input("x", 250);
+  TensorId Y = B.input("y", 250);
+  OpId A = B.op("a", 1, {X}, {250});
+  OpId Bo = B.op("b", 1, {Y}, {250});
+  OpId P = B.op("p", 1, {B.result(A)}, {1});  // on g1, reads from g0
+  OpId Q = B.op("q", 1, {B.result(Bo)}, {1}); // on g0, reads from g1
+  B.G.addOutput(B.result(P));
+  B.G.addOutput(B.result(Q));
+  Cluster C = makeCluster(1000);
+  SimRun Sim;
+  Sim.simulate(B.G, C, {0, 1, 1, 0});
+  EXPECT_DOUBLE_EQ(Sim.R.Ops[P].Start, 2);
+  EXPECT_DOUBLE_EQ(Sim.R.Ops[Q].Start, 2);
+  EXPECT_DOUBLE_EQ(Sim.R.StepTime, 3);
+}
+
+TEST(SimulatorTest, ATensorIsSentToADeviceOnce) {
+  GraphBuilder B;
+  TensorId X = B.input("x", 1);
+  OpId A = B.op("a", 1, {X}, {250});
+  OpId P = B.op("p", 1, {B.result(A)}, {1});
+  OpId Q = B.op("q", 1, {B.result(A)}, {1});
+  B.G.addOutput(B.result(P));
+  B.G.addOutput(B.result(Q));
+  Cluster C = makeCluster(1000);
+  SimRun Sim;
+  Sim.simulate(B.G, C, {0, 1, 1});
+  EXPECT_EQ(Sim.R.NumTransfers, 1u);
+  EXPECT_EQ(Sim.R.TransferBytes, 1000u);
+  EXPECT_DOUBLE_EQ(Sim.R.Ops[P].Start, 2);
+  EXPECT_DOUBLE_EQ(Sim.R.Ops[Q].Start, 3);
+  EXPECT_DOUBLE_EQ(Sim.R.StepTime, 4);
+}
+
+TEST(SimulatorTest, WeightsLiveWithTheirFirstReaderAndAreSentOnce) {
+  GraphBuilder B;
+  TensorId W = B.weight("w", 250);
+  OpId P = B.op("p", 1, {W}, {1});
+  OpId Q = B.op("q", 1, {W}, {1});
+  OpId R = B.op("r", 1, {W}, {1});
+  for (OpId O : {P, Q, R})
+    B.G.addOutput(B.result(O));
+  Cluster C = makeCluster(1000);
+  SimRun Sim;
+  Sim.simulate(B.G, C, {1, 0, 0});
+  // w lives on g1 (p reads it first); g0 receives one copy at 0-1 s.
+  EXPECT_EQ(Sim.R.NumTransfers, 1u);
+  EXPECT_DOUBLE_EQ(Sim.R.Ops[Q].Start, 1);
+  EXPECT_DOUBLE_EQ(Sim.R.Ops[R].Start, 2);
+  // g1 keeps w (1000 B) and p's result (4 B); g0 holds the copy until r
+  // is done, plus q's and r's results.
+  EXPECT_EQ(Sim.R.PeakBytes[1], 1004u);
+  EXPECT_EQ(Sim.R.PeakBytes[0], 1008u);
+}
+
+TEST(SimulatorTest, MemoryIsFreedAfterTheLastReader) {
+  GraphBuilder B;
+  TensorId X = B.input("x", 25);                   // 100 B, kept
+  OpId A = B.op("a", 1, {X}, {250});               // 1000 B
+  OpId Bo = B.op("b", 1, {B.result(A)}, {500});    // 2000 B
+  OpId Co = B.op("c", 1, {B.result(Bo)}, {25});    // 100 B, an output
+  B.G.addOutput(B.result(Co));
+  Cluster C = makeCluster(1e9);
+  SimRun Sim;
+  Sim.simulate(B.G, C, {0, 0, 0});
+  // While b runs: x + a's result + b's result. a's result is freed when b
+  // ends, so c starts with x + 2000 + 100.
+  EXPECT_EQ(Sim.R.PeakBytes[0], 100u + 1000 + 2000);
+  EXPECT_FALSE(Sim.R.OOM);
+}
+
+TEST(SimulatorTest, PersistentAndWorkspaceBytesCount) {
+  GraphBuilder B;
+  TensorId X = B.input("x", 25);
+  OpId A = B.op("a", 1, {X}, {25});
+  B.G.getOp(A).Annotations.set("persistent_bytes", Attribute::getInt(500));
+  B.G.getOp(A).Annotations.set("workspace_bytes", Attribute::getInt(300));
+  B.G.addOutput(B.result(A));
+  Cluster C = makeCluster(1e9);
+  SimRun Sim;
+  Sim.simulate(B.G, C, {0});
+  EXPECT_EQ(Sim.R.PeakBytes[0], 500u + 100 + 100 + 300);
+}
+
+TEST(SimulatorTest, OutOfMemoryNamesDeviceOpAndExcess) {
+  GraphBuilder B;
+  TensorId X = B.input("x", 25);                // 100 B
+  OpId A = B.op("a", 1, {X}, {250});            // 1000 B
+  OpId Bo = B.op("b", 1, {B.result(A)}, {500}); // 2000 B
+  B.G.addOutput(B.result(Bo));
+  Cluster C = makeCluster(1e9, 0, /*Memory=*/2500);
+  SimRun Sim;
+  Sim.simulate(B.G, C, {0, 0});
+  EXPECT_TRUE(Sim.R.OOM);
+  EXPECT_EQ(Sim.R.OOMDevice, 0u);
+  EXPECT_EQ(Sim.R.OOMOp, Bo);
+  EXPECT_EQ(Sim.R.OOMBytesOver, 100u + 1000 + 2000 - 2500);
+  // Split across the devices, g0 holds 1100 B, but g1 holds b's result
+  // and its copy of a's: 3000 B, still too much.
+  SimRun Split;
+  Split.simulate(B.G, C, {0, 1});
+  EXPECT_TRUE(Split.R.OOM);
+  EXPECT_EQ(Split.R.OOMDevice, 1u);
+  EXPECT_EQ(Split.R.OOMBytesOver, 1000u + 2000 - 2500);
+}
+
+TEST(SimulatorTest, MissingCostsAreLocatedErrors) {
+  GraphBuilder B;
+  TensorId X = B.input("x", 1);
+  OpId A = B.op("a", 1, {X}, {1});
+  B.G.getOp(A).Annotations.erase("time.t");
+  B.G.addOutput(B.result(A));
+  Cluster C = makeCluster(1e9);
+  std::vector<Diag> Diags = collectErrors(SimGraph::build(B.G, C).takeError());
+  ASSERT_EQ(Diags.size(), 1u);
+  EXPECT_EQ(Diags[0].Loc.Node, "a");
+  EXPECT_NE(Diags[0].Message.find("time.t"), std::string::npos);
+}
+
+TEST(SimulatorTest, LowerBounds) {
+  GraphBuilder B;
+  TensorId X = B.input("x", 1);
+  OpId A = B.op("a", 1, {X}, {1});
+  OpId L = B.op("left", 2, {B.result(A)}, {1});
+  OpId R = B.op("right", 3, {B.result(A)}, {1});
+  OpId J = B.op("join", 1, {B.result(L), B.result(R)}, {1});
+  B.G.addOutput(B.result(J));
+  Cluster C = makeCluster(1e9);
+  Expected<SimGraph> SG = SimGraph::build(B.G, C);
+  ASSERT_TRUE(bool(SG));
+  LowerBounds LB = computeLowerBounds(*SG);
+  EXPECT_DOUBLE_EQ(LB.CriticalPath, 5); // a, right, join
+  EXPECT_DOUBLE_EQ(LB.Work, 7.0 / 2);
+  EXPECT_DOUBLE_EQ(LB.best(), 5);
+  // No placement beats the bound.
+  SimRun Sim;
+  Sim.simulate(B.G, C, {0, 0, 1, 0});
+  EXPECT_GE(Sim.R.StepTime, LB.best());
+}
+
+TEST(SimulatorTest, RunsAreRepeatableWithOneSimulator) {
+  GraphBuilder B;
+  TensorId X = B.input("x", 1);
+  OpId A = B.op("a", 1, {X}, {250});
+  OpId P = B.op("p", 2, {B.result(A)}, {250});
+  OpId Q = B.op("q", 3, {B.result(A), B.result(P)}, {1});
+  B.G.addOutput(B.result(Q));
+  Cluster C = makeCluster(1000, 0, 1 << 20, /*NumDevices=*/3);
+  Expected<SimGraph> SG = SimGraph::build(B.G, C);
+  ASSERT_TRUE(bool(SG));
+  Simulator Sim(*SG);
+  SimResult First, Again, Other;
+  Sim.run({0, 1, 2}, First);
+  Sim.run({0, 0, 0}, Other);
+  Sim.run({0, 1, 2}, Again);
+  EXPECT_EQ(First.StepTime, Again.StepTime);
+  EXPECT_EQ(First.PeakBytes, Again.PeakBytes);
+  EXPECT_EQ(First.ChannelBytes, Again.ChannelBytes);
+  EXPECT_DOUBLE_EQ(Other.StepTime, 6);
+}
+
+} // namespace
