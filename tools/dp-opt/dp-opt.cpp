@@ -17,6 +17,7 @@
 ///
 //===----------------------------------------------------------------------===//
 
+#include "dp/Cluster/Cluster.h"
 #include "dp/IR/Bytecode.h"
 #include "dp/IR/Graph.h"
 #include "dp/IR/PassManager.h"
@@ -37,6 +38,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 
 using namespace llvm;
 using namespace dp;
@@ -76,6 +78,15 @@ static cl::opt<bool> TimePasses("time-passes",
 static cl::opt<uint64_t> Seed("seed",
                               cl::desc("Seed for randomized passes"),
                               cl::init(0), cl::cat(DpCategory));
+static cl::opt<std::string>
+    ClusterSpec("cluster",
+                cl::desc("Hardware to place for: a preset (-print-cluster "
+                         "lists them) or a JSON/YAML cluster file"),
+                cl::value_desc("preset|file"), cl::cat(DpCategory));
+static cl::opt<bool>
+    PrintCluster("print-cluster",
+                 cl::desc("Describe the -cluster (default p100x4) and exit"),
+                 cl::cat(DpCategory));
 
 namespace {
 /// One -<pass>[=options] flag per registered pass.
@@ -135,6 +146,18 @@ int main(int argc, char **argv) {
     printPassNames(outs());
     return 0;
   }
+  if (PrintCluster) {
+    Expected<Cluster> C =
+        loadCluster(ClusterSpec.empty() ? "p100x4" : ClusterSpec.getValue());
+    if (!C)
+      return fail("", C.takeError());
+    printCluster(outs(), *C);
+    outs() << "\npresets:";
+    for (StringRef Name : getClusterPresetNames())
+      outs() << ' ' << Name;
+    outs() << '\n';
+    return 0;
+  }
 
   // An empty -passes is a mistake, not "no passes".
   for (const std::string &P : Passes)
@@ -150,6 +173,16 @@ int main(int argc, char **argv) {
     PM.printPipeline(outs());
     outs() << '\n';
     return 0;
+  }
+
+  // The cluster is read before the input, so that a bad cluster file is
+  // reported before a long import.
+  std::optional<Cluster> TheCluster;
+  if (!ClusterSpec.empty()) {
+    Expected<Cluster> C = loadCluster(ClusterSpec);
+    if (!C)
+      return fail("", C.takeError());
+    TheCluster = std::move(*C);
   }
 
   StringRef DisplayName =
@@ -206,6 +239,7 @@ int main(int argc, char **argv) {
   PassContext Ctx;
   Ctx.Input = InputRef;
   Ctx.Seed = Seed;
+  Ctx.TheCluster = TheCluster ? &*TheCluster : nullptr;
   Ctx.Report = &errs();
   Ctx.Timers = PhaseTimers.get();
   if (Error E = PM.run(G, Ctx))
