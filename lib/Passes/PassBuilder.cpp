@@ -11,6 +11,8 @@
 #include "dp/Place/PlacePass.h"
 #include "dp/Sim/SimulatePass.h"
 #include "dp/Support/Diagnostics.h"
+#include "dp/Transforms/TrainingGraph.h"
+#include "dp/Transforms/UnrollRNN.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"

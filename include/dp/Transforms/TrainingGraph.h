@@ -1,0 +1,85 @@
+//===- dp/Transforms/TrainingGraph.h - One training step --------*- C++ -*-===//
+//
+// Part of the dp project.
+//
+//===----------------------------------------------------------------------===//
+///
+/// \file
+/// The "training-graph" pass turns a forward graph into one training step,
+/// which is what the placement papers place: the forward ops, a loss, a
+/// backward op per differentiated forward op, and an optimizer update per
+/// weight. docs/transforms.md states the contract the result follows
+/// (names, operands, annotations `phase` and `colocate`); cost models and
+/// placers rely on it.
+///
+//===----------------------------------------------------------------------===//
+
+#ifndef DP_TRANSFORMS_TRAININGGRAPH_H
+#define DP_TRANSFORMS_TRAININGGRAPH_H
+
+#include "dp/IR/PassManager.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/Optional.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <string>
+#include <utility>
+
+namespace dp {
+
+class Graph;
+
+enum class OptimizerKind : uint8_t {
+  /// Plain SGD: no state.
+  SGD,
+  /// SGD with momentum: one velocity per weight element.
+  Momentum,
+  /// Adam: first and second moments per weight element.
+  Adam,
+};
+
+/// "sgd", "momentum", "adam".
+llvm::StringRef getOptimizerName(OptimizerKind K);
+llvm::Optional<OptimizerKind> parseOptimizerName(llvm::StringRef Name);
+/// The update op's type: "SGDUpdate", "MomentumUpdate", "AdamUpdate".
+llvm::StringRef getOptimizerUpdateType(OptimizerKind K);
+/// Copies of a weight the optimizer keeps as state (0, 1, 2).
+unsigned getOptimizerStateCopies(OptimizerKind K);
+
+struct TrainingGraphOptions {
+  OptimizerKind Optimizer = OptimizerKind::Adam;
+  /// Whether floating-point graph inputs are differentiated like weights
+  /// (their gradients computed), or treated as data that needs none.
+  bool InputGradients = true;
+};
+
+/// Adds the loss, backward and update ops to the forward graph \p G. Fails,
+/// leaving \p G unchanged, when it has no floating-point output, when no
+/// weight or differentiable input reaches the loss, or when it already is
+/// a training graph.
+llvm::Error buildTrainingGraph(Graph &G, const TrainingGraphOptions &Opts = {});
+
+/// The "training-graph" pass.
+class TrainingGraphPass {
+public:
+  explicit TrainingGraphPass(TrainingGraphOptions Opts = {}) : Opts(Opts) {}
+
+  static llvm::StringRef name() { return "training-graph"; }
+  llvm::Error run(Graph &G, PassContext &Ctx) {
+    return buildTrainingGraph(G, Opts);
+  }
+  void printPipeline(llvm::raw_ostream &OS) const;
+
+  /// Parses "optimizer=sgd|momentum|adam" and "input-grads=true|false".
+  static llvm::Expected<TrainingGraphOptions>
+  parseOptions(llvm::ArrayRef<std::pair<std::string, std::string>> KVs);
+
+private:
+  TrainingGraphOptions Opts;
+};
+
+} // namespace dp
+
+#endif // DP_TRANSFORMS_TRAININGGRAPH_H
