@@ -19,6 +19,8 @@ packages=(
   # ONNX: protobuf model, parser, checker, shape inference; protoc encodes
   # test fixtures
   libonnx-dev libprotobuf-dev protobuf-compiler
+  # oneDNN: cost-annotate{source=onednn} measures ops on this CPU
+  libdnnl-dev
   # unit tests and benchmarks
   libgtest-dev libbenchmark-dev
 )

@@ -1,0 +1,80 @@
+//===- dp/Cost/CostAnnotate.h - The cost-annotate pass ----------*- C++ -*-===//
+//
+// Part of the dp project.
+//
+//===----------------------------------------------------------------------===//
+///
+/// \file
+/// The "cost-annotate" pass: for every op and every device type of the
+/// pipeline's cluster, the time of one execution (`time.<type>`), and the
+/// op's `flops`, `output_bytes`, `persistent_bytes`, `workspace_bytes` and
+/// `cost_source` (docs/IR.md, "Annotations used by passes"). Times come from
+/// the roofline model (dp/Cost/OpCost.h), from oneDNN measurements on this
+/// CPU (dp/Cost/OneDNN.h), or from a profile the user made
+/// (dp/Cost/Profile.h). docs/cost.md documents the model and the options.
+///
+//===----------------------------------------------------------------------===//
+
+#ifndef DP_COST_COSTANNOTATE_H
+#define DP_COST_COSTANNOTATE_H
+
+#include "dp/IR/PassManager.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <string>
+#include <utility>
+
+namespace dp {
+
+enum class CostSourceKind : uint8_t {
+  /// The analytical model on every device type.
+  Roofline,
+  /// oneDNN measurements for the device types of kind cpu; the roofline
+  /// elsewhere.
+  OneDNN,
+};
+
+struct CostOptions {
+  CostSourceKind Source = CostSourceKind::Roofline;
+  /// A profile (ONNX Runtime JSON or Chrome trace) whose times replace the
+  /// estimates of the ops it names; empty: none.
+  std::string ProfilePath;
+  /// The device type the profile's times are for; empty: the first GPU
+  /// type of the cluster, else its first type.
+  std::string ProfileDevice;
+  /// oneDNN: timed executions per measurement.
+  unsigned Runs = 5;
+  /// oneDNN: the cache directory; empty: the default.
+  std::string CacheDir;
+  /// oneDNN: ops whose roofline estimate on this CPU exceeds this many
+  /// seconds are not measured.
+  double MeasureLimit = 0.25;
+};
+
+/// Annotations cost-annotate owns; it erases them before setting its own,
+/// so that running it again replaces earlier costs.
+bool isCostAnnotation(llvm::StringRef Name);
+
+class CostAnnotatePass {
+public:
+  explicit CostAnnotatePass(CostOptions Opts = {}) : Opts(std::move(Opts)) {}
+
+  static llvm::StringRef name() { return "cost-annotate"; }
+  llvm::Error run(Graph &G, PassContext &Ctx);
+  void printPipeline(llvm::raw_ostream &OS) const;
+
+  /// Parses "source=roofline|onednn", "profile=FILE", "profile-device=TYPE",
+  /// "runs=N", "cache=DIR" and "measure-limit=SECONDS".
+  static llvm::Expected<CostOptions>
+  parseOptions(llvm::ArrayRef<std::pair<std::string, std::string>> KVs);
+
+private:
+  CostOptions Opts;
+};
+
+} // namespace dp
+
+#endif // DP_COST_COSTANNOTATE_H

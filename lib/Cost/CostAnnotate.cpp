@@ -1,0 +1,360 @@
+//===- CostAnnotate.cpp - The cost-annotate pass --------------------------===//
+//
+// Part of the dp project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dp/Cost/CostAnnotate.h"
+#include "dp/Cluster/Cluster.h"
+#include "dp/Cost/OneDNN.h"
+#include "dp/Cost/OpCost.h"
+#include "dp/Cost/Profile.h"
+#include "dp/IR/Graph.h"
+#include "dp/Support/Diagnostics.h"
+#include "dp/Support/Format.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Timer.h"
+
+#include <cmath>
+#include <memory>
+
+using namespace llvm;
+
+namespace dp {
+
+static constexpr StringLiteral TimePrefix = "time.";
+
+bool isCostAnnotation(StringRef Name) {
+  return Name.startswith(TimePrefix) || Name == "flops" ||
+         Name == "output_bytes" || Name == "persistent_bytes" ||
+         Name == "workspace_bytes" || Name == "cost_source" ||
+         Name == "cost_note";
+}
+
+static void eraseCostAnnotations(AttributeList &L) {
+  std::vector<std::string> Names;
+  for (const NamedAttribute &A : L)
+    if (isCostAnnotation(A.Name))
+      Names.push_back(A.Name);
+  for (const std::string &N : Names)
+    L.erase(N);
+}
+
+namespace {
+enum class SourceKind : uint8_t { Roofline, OneDNN, Profile };
+} // namespace
+
+static StringRef getSourceName(SourceKind K) {
+  switch (K) {
+  case SourceKind::Roofline:
+    return "roofline";
+  case SourceKind::OneDNN:
+    return "onednn";
+  case SourceKind::Profile:
+    return "profile";
+  }
+  llvm_unreachable("unknown SourceKind");
+}
+
+/// Rounds \p V to an integer annotation, saturating where int64 ends.
+static int64_t toInt64(double V) {
+  constexpr double Max = 9.2e18;
+  return V >= Max ? int64_t(Max) : int64_t(std::llround(std::max(V, 0.0)));
+}
+
+static void appendNote(std::string &Note, const Twine &More) {
+  if (!Note.empty())
+    Note += "; ";
+  Note += More.str();
+}
+
+/// The device type a profile's times are for.
+static Expected<unsigned> getProfileType(const Cluster &C, StringRef Name) {
+  ArrayRef<DeviceType> Types = C.getTypes();
+  if (!Name.empty()) {
+    int T = C.lookupType(Name);
+    if (T >= 0)
+      return unsigned(T);
+    std::string Known;
+    ListSeparator LS(", ");
+    for (const DeviceType &DT : Types)
+      Known += (Twine(LS) + DT.Name).str();
+    return makeError("cost-annotate: profile-device '" + Name +
+                     "' is not a device type of cluster '" + C.getName() +
+                     "' (it has " + Known + ")");
+  }
+  for (unsigned T = 0, E = Types.size(); T != E; ++T)
+    if (Types[T].Kind == DeviceKind::GPU)
+      return T;
+  return 0u;
+}
+
+Error CostAnnotatePass::run(Graph &G, PassContext &Ctx) {
+  if (!Ctx.TheCluster)
+    return makeError("cost-annotate needs a cluster: pass "
+                     "-cluster=<preset|file>");
+  const Cluster &C = *Ctx.TheCluster;
+  ArrayRef<DeviceType> Types = C.getTypes();
+  const unsigned NumTypes = Types.size();
+
+  Optional<OpProfile> Profile;
+  unsigned ProfileType = 0;
+  if (!Opts.ProfilePath.empty()) {
+    Expected<OpProfile> P = OpProfile::load(Opts.ProfilePath);
+    if (!P)
+      return P.takeError();
+    Profile = std::move(*P);
+    Expected<unsigned> T = getProfileType(C, Opts.ProfileDevice);
+    if (!T)
+      return T.takeError();
+    ProfileType = *T;
+  }
+
+  // oneDNN measures this CPU: its times are for the cluster's cpu types.
+  // Ops it cannot run fall back to the roofline with this machine's
+  // memory bandwidth for those types.
+  std::unique_ptr<OneDNNMeasurer> Measurer;
+  std::vector<DeviceType> RooflineTypes(Types.begin(), Types.end());
+  int FirstCPU = -1;
+  for (unsigned T = 0; T != NumTypes; ++T)
+    if (Types[T].Kind == DeviceKind::CPU && FirstCPU < 0)
+      FirstCPU = int(T);
+  std::unique_ptr<Timer> MeasureTimer;
+  if (Opts.Source == CostSourceKind::OneDNN && FirstCPU >= 0) {
+    OneDNNOptions MOpts;
+    MOpts.Runs = Opts.Runs;
+    MOpts.CacheDir = Opts.CacheDir;
+    MOpts.MeasureLimit = Opts.MeasureLimit;
+    Expected<std::unique_ptr<OneDNNMeasurer>> M =
+        OneDNNMeasurer::create(std::move(MOpts));
+    if (!M)
+      return M.takeError();
+    Measurer = std::move(*M);
+    if (Ctx.Timers)
+      MeasureTimer = std::make_unique<Timer>(
+          "onednn", "cost-annotate: oneDNN measurement", *Ctx.Timers);
+    double Bandwidth;
+    {
+      TimeRegion Region(MeasureTimer.get());
+      Bandwidth = Measurer->getMemoryBandwidth();
+    }
+    for (DeviceType &T : RooflineTypes)
+      if (T.Kind == DeviceKind::CPU)
+        T.MemoryBandwidth = Bandwidth;
+  }
+
+  G.getAnnotations().erase("cluster");
+  G.getAnnotations().erase("profile_unmatched");
+  G.getAnnotations().erase("cost_note");
+
+  // Per op, in flat arrays: backward ops read their forward op's costs.
+  const size_t NumOps = G.getNumOps();
+  std::vector<double> Times(NumOps * NumTypes);
+  std::vector<double> Flops(NumOps);
+  std::vector<OpCostKind> Kinds(NumOps, OpCostKind::Unknown);
+  std::vector<SourceKind> Sources(NumOps, SourceKind::Roofline);
+  uint64_t Unmatched = 0;
+
+  for (OpId O = 0; O != NumOps; ++O) {
+    Op &TheOp = G.getOp(O);
+    double *T = &Times[size_t(O) * NumTypes];
+    std::string Note;
+    uint64_t Workspace = 0, Persistent = 0;
+    bool HasPersistent = false;
+
+    OpId Forward = NoId;
+    if (isBackwardOp(TheOp))
+      if (const Attribute *A = TheOp.Annotations.get("colocate");
+          A && A->getKind() == AttrKind::String) {
+        OpId F = G.lookupOp(A->getString());
+        if (F < O)
+          Forward = F;
+      }
+
+    if (Forward != NoId) {
+      // A multiple of the forward op's cost on each device type.
+      const Op &F = G.getOp(Forward);
+      double Multiple = getBackwardMultiple(F.Domain, F.Type);
+      Kinds[O] = Kinds[Forward];
+      Flops[O] = Multiple * Flops[Forward];
+      Sources[O] = Sources[Forward];
+      for (unsigned D = 0; D != NumTypes; ++D)
+        T[D] = Multiple * Times[size_t(Forward) * NumTypes + D];
+      if (Measurer) {
+        TimeRegion Region(MeasureTimer.get());
+        Measurement M = Measurer->measureBackward(G, O, Forward, T[FirstCPU]);
+        if (M.Status == MeasureStatusKind::Measured) {
+          for (unsigned D = 0; D != NumTypes; ++D)
+            if (Types[D].Kind == DeviceKind::CPU)
+              T[D] = M.Seconds + M.Primitives * Types[D].LaunchOverhead;
+          Sources[O] = SourceKind::OneDNN;
+          Workspace = M.WorkspaceBytes;
+        }
+      }
+    } else {
+      OpWork W = estimateWork(G, O);
+      Note = W.Note;
+      Kinds[O] = W.Kind;
+      Flops[O] = W.Flops;
+      if (W.Kind == OpCostKind::Update) {
+        HasPersistent = true;
+        Persistent = W.PersistentBytes;
+      }
+      for (unsigned D = 0; D != NumTypes; ++D)
+        T[D] = getRooflineTime(W, RooflineTypes[D]);
+      if (Measurer && !isBackwardOp(TheOp)) {
+        TimeRegion Region(MeasureTimer.get());
+        Measurement M = Measurer->measure(G, O, T[FirstCPU]);
+        if (M.Status == MeasureStatusKind::Measured) {
+          const CostKindInfo &Info = getCostKindInfo(W.Kind);
+          for (unsigned D = 0; D != NumTypes; ++D)
+            if (Types[D].Kind == DeviceKind::CPU)
+              T[D] = M.Seconds + Info.LaunchFraction * Types[D].LaunchOverhead;
+          Sources[O] = SourceKind::OneDNN;
+          Workspace = M.WorkspaceBytes;
+        } else if (M.Status == MeasureStatusKind::OverLimit) {
+          appendNote(Note, "not measured with oneDNN: over the measure "
+                           "limit");
+        }
+      }
+    }
+
+    if (Profile) {
+      Optional<double> P = Profile->lookup(TheOp.Name);
+      if (!P && !TheOp.SourceName.empty())
+        P = Profile->lookup(TheOp.SourceName);
+      if (P) {
+        T[ProfileType] = *P;
+        Sources[O] = SourceKind::Profile;
+      } else {
+        ++Unmatched;
+        appendNote(Note, "not in the profile: " + getSourceName(Sources[O]) +
+                             " estimate");
+      }
+    }
+
+    uint64_t OutputBytes = 0;
+    for (TensorId R : TheOp.Results)
+      if (R != NoId)
+        OutputBytes += G.getTensor(R).Type.getSizeInBytes().getValueOr(0);
+
+    AttributeList &A = TheOp.Annotations;
+    eraseCostAnnotations(A);
+    for (unsigned D = 0; D != NumTypes; ++D)
+      A.set((TimePrefix + Types[D].Name).str(), Attribute::getFloat(T[D]));
+    A.set("flops", Attribute::getInt(toInt64(Flops[O])));
+    A.set("output_bytes", Attribute::getInt(int64_t(OutputBytes)));
+    if (HasPersistent)
+      A.set("persistent_bytes", Attribute::getInt(int64_t(Persistent)));
+    A.set("workspace_bytes", Attribute::getInt(int64_t(Workspace)));
+    A.set("cost_source", Attribute::getString(getSourceName(Sources[O]).str()));
+    if (!Note.empty())
+      A.set("cost_note", Attribute::getString(std::move(Note)));
+  }
+
+  AttributeList &GA = G.getAnnotations();
+  GA.set("cluster", Attribute::getString(C.getName().str()));
+  if (Profile)
+    GA.set("profile_unmatched", Attribute::getInt(int64_t(Unmatched)));
+  if (Measurer) {
+    std::string Notes = join(Measurer->getNotes(), "; ");
+    if (!Notes.empty())
+      GA.set("cost_note", Attribute::getString(std::move(Notes)));
+    if (Error E = Measurer->saveCache())
+      return E;
+  }
+  return Error::success();
+}
+
+void CostAnnotatePass::printPipeline(raw_ostream &OS) const {
+  OS << name();
+  CostOptions Defaults;
+  std::string Options;
+  raw_string_ostream S(Options);
+  ListSeparator LS(",");
+  if (Opts.Source == CostSourceKind::OneDNN)
+    S << LS << "source=onednn";
+  if (!Opts.ProfilePath.empty())
+    S << LS << "profile=" << Opts.ProfilePath;
+  if (!Opts.ProfileDevice.empty())
+    S << LS << "profile-device=" << Opts.ProfileDevice;
+  if (Opts.Runs != Defaults.Runs)
+    S << LS << "runs=" << Opts.Runs;
+  if (!Opts.CacheDir.empty())
+    S << LS << "cache=" << Opts.CacheDir;
+  if (Opts.MeasureLimit != Defaults.MeasureLimit) {
+    S << LS << "measure-limit=";
+    writeDouble(S, Opts.MeasureLimit);
+  }
+  if (!S.str().empty())
+    OS << '{' << S.str() << '}';
+}
+
+Expected<CostOptions> CostAnnotatePass::parseOptions(
+    ArrayRef<std::pair<std::string, std::string>> KVs) {
+  CostOptions Opts;
+  bool OneDNNOnly = false;
+  std::string OneDNNOption;
+  for (const auto &[Key, Value] : KVs) {
+    if (Key == "source") {
+      if (Value == "roofline")
+        Opts.Source = CostSourceKind::Roofline;
+      else if (Value == "onednn")
+        Opts.Source = CostSourceKind::OneDNN;
+      else
+        return makeError("cost-annotate: source must be roofline or onednn, "
+                         "not '" +
+                         Value + "'");
+      continue;
+    }
+    if (Key == "profile") {
+      Opts.ProfilePath = Value;
+      continue;
+    }
+    if (Key == "profile-device") {
+      Opts.ProfileDevice = Value;
+      continue;
+    }
+    if (Key == "runs") {
+      unsigned N;
+      if (!to_integer(StringRef(Value), N, 10) || N == 0 || N > 1000)
+        return makeError("cost-annotate: runs must be an integer from 1 to "
+                         "1000, not '" +
+                         Value + "'");
+      Opts.Runs = N;
+      OneDNNOnly = true;
+      OneDNNOption = Key;
+      continue;
+    }
+    if (Key == "cache") {
+      Opts.CacheDir = Value;
+      OneDNNOnly = true;
+      OneDNNOption = Key;
+      continue;
+    }
+    if (Key == "measure-limit") {
+      double S;
+      if (!parseDouble(Value, S) || !(S > 0) || std::isinf(S))
+        return makeError("cost-annotate: measure-limit must be a positive "
+                         "number of seconds, not '" +
+                         Value + "'");
+      Opts.MeasureLimit = S;
+      OneDNNOnly = true;
+      OneDNNOption = Key;
+      continue;
+    }
+    return makeError("cost-annotate: unknown option '" + Key +
+                     "' (expected source=, profile=, profile-device=, "
+                     "runs=, cache= or measure-limit=)");
+  }
+  if (OneDNNOnly && Opts.Source != CostSourceKind::OneDNN)
+    return makeError("cost-annotate: " + OneDNNOption +
+                     "= applies to source=onednn only");
+  if (!Opts.ProfileDevice.empty() && Opts.ProfilePath.empty())
+    return makeError("cost-annotate: profile-device= needs profile=<file>");
+  return Opts;
+}
+
+} // namespace dp

@@ -1,0 +1,903 @@
+//===- OpCost.cpp - Analytical (roofline) op costs ------------------------===//
+//
+// Part of the dp project.
+//
+//===----------------------------------------------------------------------===//
+//
+// FLOP and byte formulas per op kind, and the table of efficiency factors.
+// docs/cost.md documents every figure here; keep the two in step.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dp/Cost/OpCost.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallSet.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <algorithm>
+#include <cmath>
+
+using namespace llvm;
+
+namespace dp {
+
+//===----------------------------------------------------------------------===//
+// The table of efficiency factors and backward multiples
+//===----------------------------------------------------------------------===//
+
+// One row per OpCostKind, in enum order: GPU {compute, memory}, CPU
+// {compute, memory}, launch fraction. docs/cost.md ("Efficiency factors")
+// explains each figure.
+// clang-format off
+static const CostKindInfo CostKindTable[] = {
+  {OpCostKind::Gemm,          "gemm",          {0.70, 0.75}, {0.80, 0.60}, 1.0},
+  {OpCostKind::Conv,          "conv",          {0.60, 0.75}, {0.60, 0.60}, 1.0},
+  {OpCostKind::Recurrent,     "recurrent",     {0.40, 0.60}, {0.50, 0.50}, 1.0},
+  {OpCostKind::Pooling,       "pooling",       {0.30, 0.70}, {0.30, 0.60}, 1.0},
+  {OpCostKind::Normalization, "normalization", {0.30, 0.65}, {0.30, 0.55}, 1.0},
+  {OpCostKind::Softmax,       "softmax",       {0.30, 0.65}, {0.30, 0.55}, 1.0},
+  {OpCostKind::Reduction,     "reduction",     {0.30, 0.65}, {0.30, 0.55}, 1.0},
+  {OpCostKind::Elementwise,   "elementwise",   {0.50, 0.80}, {0.50, 0.70}, 1.0},
+  {OpCostKind::Indexing,      "indexing",      {0.20, 0.40}, {0.20, 0.40}, 1.0},
+  {OpCostKind::DataMovement,  "data-movement", {0.50, 0.70}, {0.50, 0.60}, 1.0},
+  {OpCostKind::View,          "view",          {1.00, 1.00}, {1.00, 1.00}, 0.1},
+  {OpCostKind::Metadata,      "metadata",      {1.00, 1.00}, {1.00, 1.00}, 0.1},
+  {OpCostKind::ControlFlow,   "control-flow",  {0.30, 0.60}, {0.30, 0.50}, 1.0},
+  {OpCostKind::Update,        "update",        {0.50, 0.80}, {0.50, 0.70}, 1.0},
+  {OpCostKind::Unknown,       "unknown",       {0.50, 0.80}, {0.50, 0.70}, 1.0},
+};
+// clang-format on
+static_assert(std::size(CostKindTable) == NumOpCostKinds,
+              "one row per OpCostKind");
+
+const CostKindInfo &getCostKindInfo(OpCostKind K) {
+  const CostKindInfo &Info = CostKindTable[unsigned(K)];
+  assert(Info.Kind == K && "CostKindTable is out of enum order");
+  return Info;
+}
+
+StringRef getOpCostKindName(OpCostKind K) { return getCostKindInfo(K).Name; }
+
+Efficiency getEfficiency(OpCostKind K, DeviceKind D) {
+  const CostKindInfo &Info = getCostKindInfo(K);
+  return D == DeviceKind::CPU ? Info.CPU : Info.GPU;
+}
+
+//===----------------------------------------------------------------------===//
+// Op types
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// What the model knows of one op type.
+struct OpTypeInfo {
+  OpCostKind Kind;
+  /// FLOPs per output element of elementwise ops, per input element of
+  /// reductions and normalizations (unused by the kinds with formulas of
+  /// their own). A transcendental function counts 4.
+  double FlopsPerElement;
+  /// The cost of the op's backward op (dp::<Type>Grad) as a multiple of
+  /// the op's own.
+  double BackwardMultiple;
+};
+} // namespace
+
+// Default-domain (ONNX) op types: {kind, FLOPs per element, backward
+// multiple}. The backward multiples are those of the training-graph pass's
+// backward rules (lib/Transforms/BackwardRules.cpp, docs/transforms.md);
+// CostTests checks that the two tables agree. Ops without a gradient have
+// the multiple of their kind; it is never used.
+static const std::pair<StringRef, OpTypeInfo> ONNXOpTypes[] = {
+    // Matrix products and convolutions: formulas of their own.
+    {"MatMul", {OpCostKind::Gemm, 0, 2}},
+    {"MatMulInteger", {OpCostKind::Gemm, 0, 2}},
+    {"QLinearMatMul", {OpCostKind::Gemm, 0, 2}},
+    {"Gemm", {OpCostKind::Gemm, 0, 2}},
+    {"Einsum", {OpCostKind::Gemm, 0, 2}},
+    {"Conv", {OpCostKind::Conv, 0, 2}},
+    {"ConvInteger", {OpCostKind::Conv, 0, 2}},
+    {"QLinearConv", {OpCostKind::Conv, 0, 2}},
+    {"ConvTranspose", {OpCostKind::Conv, 0, 2}},
+    {"LSTM", {OpCostKind::Recurrent, 0, 2}},
+    {"GRU", {OpCostKind::Recurrent, 0, 2}},
+    {"RNN", {OpCostKind::Recurrent, 0, 2}},
+    // Pooling: per window element.
+    {"MaxPool", {OpCostKind::Pooling, 1, 1}},
+    {"AveragePool", {OpCostKind::Pooling, 1, 1}},
+    {"LpPool", {OpCostKind::Pooling, 2, 1}},
+    {"GlobalMaxPool", {OpCostKind::Pooling, 1, 1}},
+    {"GlobalAveragePool", {OpCostKind::Pooling, 1, 1}},
+    {"GlobalLpPool", {OpCostKind::Pooling, 2, 1}},
+    // ROI pooling: per output element (RoiAlign: 4 bilinear samples of 4
+    // FLOPs; MaxRoiPool: an assumed 2x2 region per bin).
+    {"RoiAlign", {OpCostKind::Pooling, 16, 1}},
+    {"MaxRoiPool", {OpCostKind::Pooling, 4, 1}},
+    // Normalizations: per input element (statistics, normalize, scale and
+    // shift). BatchNormalization is 2 in inference (folded scale and shift)
+    // and 8 in training.
+    {"BatchNormalization", {OpCostKind::Normalization, 2, 2}},
+    {"LayerNormalization", {OpCostKind::Normalization, 8, 2}},
+    {"InstanceNormalization", {OpCostKind::Normalization, 8, 2}},
+    {"GroupNormalization", {OpCostKind::Normalization, 8, 2}},
+    {"MeanVarianceNormalization", {OpCostKind::Normalization, 8, 2}},
+    {"LpNormalization", {OpCostKind::Normalization, 3, 2}},
+    {"LRN", {OpCostKind::Normalization, 6, 2}},
+    // Softmax: max, subtract, exp (4), sum, divide.
+    {"Softmax", {OpCostKind::Softmax, 8, 1}},
+    {"LogSoftmax", {OpCostKind::Softmax, 8, 1}},
+    {"Hardmax", {OpCostKind::Softmax, 2, 1}},
+    {"SoftmaxCrossEntropyLoss", {OpCostKind::Softmax, 9, 2}},
+    // Reductions: per input element.
+    {"ReduceSum", {OpCostKind::Reduction, 1, 1}},
+    {"ReduceMean", {OpCostKind::Reduction, 1, 1}},
+    {"ReduceMax", {OpCostKind::Reduction, 1, 1}},
+    {"ReduceMin", {OpCostKind::Reduction, 1, 1}},
+    {"ReduceProd", {OpCostKind::Reduction, 1, 2}},
+    {"ReduceL1", {OpCostKind::Reduction, 2, 1}},
+    {"ReduceL2", {OpCostKind::Reduction, 2, 1}},
+    {"ReduceSumSquare", {OpCostKind::Reduction, 2, 1}},
+    {"ReduceLogSum", {OpCostKind::Reduction, 1, 1}},
+    {"ReduceLogSumExp", {OpCostKind::Reduction, 5, 1}},
+    {"ArgMax", {OpCostKind::Reduction, 1, 1}},
+    {"ArgMin", {OpCostKind::Reduction, 1, 1}},
+    {"TopK", {OpCostKind::Reduction, 1, 1}},
+    {"NegativeLogLikelihoodLoss", {OpCostKind::Reduction, 1, 2}},
+    // Elementwise: per output element.
+    {"Add", {OpCostKind::Elementwise, 1, 1}},
+    {"Sub", {OpCostKind::Elementwise, 1, 1}},
+    {"Mul", {OpCostKind::Elementwise, 1, 2}},
+    {"Div", {OpCostKind::Elementwise, 1, 2}},
+    {"Mod", {OpCostKind::Elementwise, 1, 1}},
+    {"Pow", {OpCostKind::Elementwise, 4, 2}},
+    {"Sum", {OpCostKind::Elementwise, 1, 1}},
+    {"Mean", {OpCostKind::Elementwise, 1, 1}},
+    {"Max", {OpCostKind::Elementwise, 1, 1}},
+    {"Min", {OpCostKind::Elementwise, 1, 1}},
+    {"Where", {OpCostKind::Elementwise, 1, 1}},
+    {"Equal", {OpCostKind::Elementwise, 1, 1}},
+    {"Less", {OpCostKind::Elementwise, 1, 1}},
+    {"LessOrEqual", {OpCostKind::Elementwise, 1, 1}},
+    {"Greater", {OpCostKind::Elementwise, 1, 1}},
+    {"GreaterOrEqual", {OpCostKind::Elementwise, 1, 1}},
+    {"And", {OpCostKind::Elementwise, 1, 1}},
+    {"Or", {OpCostKind::Elementwise, 1, 1}},
+    {"Xor", {OpCostKind::Elementwise, 1, 1}},
+    {"Not", {OpCostKind::Elementwise, 1, 1}},
+    {"BitShift", {OpCostKind::Elementwise, 1, 1}},
+    {"Relu", {OpCostKind::Elementwise, 1, 1}},
+    {"LeakyRelu", {OpCostKind::Elementwise, 2, 1}},
+    {"PRelu", {OpCostKind::Elementwise, 2, 2}},
+    {"ThresholdedRelu", {OpCostKind::Elementwise, 1, 1}},
+    {"Elu", {OpCostKind::Elementwise, 6, 1}},
+    {"Selu", {OpCostKind::Elementwise, 6, 1}},
+    {"Celu", {OpCostKind::Elementwise, 6, 1}},
+    {"Gelu", {OpCostKind::Elementwise, 8, 2}},
+    {"Mish", {OpCostKind::Elementwise, 14, 2}},
+    {"HardSigmoid", {OpCostKind::Elementwise, 3, 1}},
+    {"HardSwish", {OpCostKind::Elementwise, 4, 1}},
+    {"Sigmoid", {OpCostKind::Elementwise, 4, 1}},
+    {"Tanh", {OpCostKind::Elementwise, 4, 1}},
+    {"Softplus", {OpCostKind::Elementwise, 8, 2}},
+    {"Softsign", {OpCostKind::Elementwise, 2, 2}},
+    {"Exp", {OpCostKind::Elementwise, 4, 1}},
+    {"Log", {OpCostKind::Elementwise, 4, 1}},
+    {"Sqrt", {OpCostKind::Elementwise, 4, 1}},
+    {"Erf", {OpCostKind::Elementwise, 4, 2}},
+    {"Sin", {OpCostKind::Elementwise, 4, 1}},
+    {"Cos", {OpCostKind::Elementwise, 4, 1}},
+    {"Tan", {OpCostKind::Elementwise, 4, 2}},
+    {"Asin", {OpCostKind::Elementwise, 4, 2}},
+    {"Acos", {OpCostKind::Elementwise, 4, 2}},
+    {"Atan", {OpCostKind::Elementwise, 4, 2}},
+    {"Sinh", {OpCostKind::Elementwise, 4, 1}},
+    {"Cosh", {OpCostKind::Elementwise, 4, 1}},
+    {"Asinh", {OpCostKind::Elementwise, 4, 2}},
+    {"Acosh", {OpCostKind::Elementwise, 4, 2}},
+    {"Atanh", {OpCostKind::Elementwise, 4, 2}},
+    {"Reciprocal", {OpCostKind::Elementwise, 1, 1}},
+    {"Abs", {OpCostKind::Elementwise, 1, 1}},
+    {"Neg", {OpCostKind::Elementwise, 1, 1}},
+    {"Sign", {OpCostKind::Elementwise, 1, 1}},
+    {"Ceil", {OpCostKind::Elementwise, 1, 1}},
+    {"Floor", {OpCostKind::Elementwise, 1, 1}},
+    {"Round", {OpCostKind::Elementwise, 1, 1}},
+    {"Clip", {OpCostKind::Elementwise, 2, 1}},
+    {"Shrink", {OpCostKind::Elementwise, 2, 1}},
+    {"IsNaN", {OpCostKind::Elementwise, 1, 1}},
+    {"IsInf", {OpCostKind::Elementwise, 1, 1}},
+    {"CumSum", {OpCostKind::Elementwise, 1, 1}},
+    {"Dropout", {OpCostKind::Elementwise, 2, 1}},
+    {"Cast", {OpCostKind::Elementwise, 0, 1}},
+    {"CastLike", {OpCostKind::Elementwise, 0, 1}},
+    {"QuantizeLinear", {OpCostKind::Elementwise, 2, 1}},
+    {"DequantizeLinear", {OpCostKind::Elementwise, 2, 1}},
+    // Indexing.
+    {"Gather", {OpCostKind::Indexing, 0, 1}},
+    {"GatherElements", {OpCostKind::Indexing, 0, 1}},
+    {"GatherND", {OpCostKind::Indexing, 0, 1}},
+    {"Scatter", {OpCostKind::Indexing, 0, 1}},
+    {"ScatterElements", {OpCostKind::Indexing, 0, 1}},
+    {"ScatterND", {OpCostKind::Indexing, 0, 1}},
+    {"NonZero", {OpCostKind::Indexing, 1, 1}},
+    {"Compress", {OpCostKind::Indexing, 0, 1}},
+    // Data movement: bytes only (Resize's interpolation aside).
+    {"Transpose", {OpCostKind::DataMovement, 0, 1}},
+    {"Concat", {OpCostKind::DataMovement, 0, 1}},
+    {"Split", {OpCostKind::DataMovement, 0, 1}},
+    {"Slice", {OpCostKind::DataMovement, 0, 1}},
+    {"Pad", {OpCostKind::DataMovement, 0, 1}},
+    {"Expand", {OpCostKind::DataMovement, 0, 1}},
+    {"Tile", {OpCostKind::DataMovement, 0, 1}},
+    {"Resize", {OpCostKind::DataMovement, 0, 1}},
+    {"Upsample", {OpCostKind::DataMovement, 0, 1}},
+    {"DepthToSpace", {OpCostKind::DataMovement, 0, 1}},
+    {"SpaceToDepth", {OpCostKind::DataMovement, 0, 1}},
+    {"ReverseSequence", {OpCostKind::DataMovement, 0, 1}},
+    {"Trilu", {OpCostKind::DataMovement, 0, 1}},
+    {"OneHot", {OpCostKind::DataMovement, 0, 1}},
+    {"ConstantOfShape", {OpCostKind::DataMovement, 0, 1}},
+    {"Range", {OpCostKind::DataMovement, 0, 1}},
+    {"EyeLike", {OpCostKind::DataMovement, 0, 1}},
+    {"MaxUnpool", {OpCostKind::DataMovement, 0, 1}},
+    // Zero-copy views and metadata.
+    {"Reshape", {OpCostKind::View, 0, 1}},
+    {"Flatten", {OpCostKind::View, 0, 1}},
+    {"Squeeze", {OpCostKind::View, 0, 1}},
+    {"Unsqueeze", {OpCostKind::View, 0, 1}},
+    {"Identity", {OpCostKind::View, 0, 1}},
+    {"Shape", {OpCostKind::Metadata, 0, 1}},
+    {"Size", {OpCostKind::Metadata, 0, 1}},
+    {"Constant", {OpCostKind::Metadata, 0, 1}},
+    // Control flow.
+    {"If", {OpCostKind::ControlFlow, 0, 2}},
+    {"Loop", {OpCostKind::ControlFlow, 0, 2}},
+    {"Scan", {OpCostKind::ControlFlow, 0, 2}},
+};
+
+// Optimizer updates of the "dp" domain: FLOPs per weight element (they have
+// no backward).
+static const std::pair<StringRef, OpTypeInfo> UpdateOpTypes[] = {
+    {"SGDUpdate", {OpCostKind::Update, 2, 1}},
+    {"MomentumUpdate", {OpCostKind::Update, 4, 1}},
+    {"AdamUpdate", {OpCostKind::Update, 12, 1}},
+};
+
+static const OpTypeInfo *lookupOpType(StringRef Domain, StringRef Type) {
+  static const StringMap<OpTypeInfo> ONNXMap = [] {
+    StringMap<OpTypeInfo> M;
+    for (const auto &[Name, Info] : ONNXOpTypes)
+      M.try_emplace(Name, Info);
+    return M;
+  }();
+  if (Domain.empty() || Domain == "ai.onnx") {
+    auto It = ONNXMap.find(Type);
+    return It == ONNXMap.end() ? nullptr : &It->second;
+  }
+  if (Domain == "dp")
+    for (const auto &[Name, Info] : UpdateOpTypes)
+      if (Name == Type)
+        return &Info;
+  return nullptr;
+}
+
+OpCostKind classifyOp(StringRef Domain, StringRef Type) {
+  if (const OpTypeInfo *Info = lookupOpType(Domain, Type))
+    return Info->Kind;
+  // A backward op has the kind of its forward op.
+  if (Domain == "dp" && Type.endswith("Grad") && Type.size() > 4)
+    return classifyOp("", Type.drop_back(4));
+  return OpCostKind::Unknown;
+}
+
+/// The backward multiple of op types the model does not list: that of
+/// the training-graph pass's generic rule.
+static constexpr double DefaultBackwardMultiple = 2.0;
+
+double getBackwardMultiple(StringRef Domain, StringRef ForwardType) {
+  const OpTypeInfo *Info = lookupOpType(Domain, ForwardType);
+  return Info ? Info->BackwardMultiple : DefaultBackwardMultiple;
+}
+
+ArrayRef<StringRef> getKnownOpTypes() {
+  static const std::vector<StringRef> Types = [] {
+    std::vector<StringRef> V;
+    for (const auto &Entry : ONNXOpTypes)
+      V.push_back(Entry.first);
+    llvm::sort(V);
+    return V;
+  }();
+  return Types;
+}
+
+bool isBackwardOp(const Op &O) {
+  return O.Domain == "dp" && O.Type.endswith("Grad") && O.Type.size() > 4;
+}
+
+bool isUpdateOp(const Op &O) {
+  const OpTypeInfo *Info = lookupOpType(O.Domain, O.Type);
+  return Info && Info->Kind == OpCostKind::Update;
+}
+
+//===----------------------------------------------------------------------===//
+// Work estimates
+//===----------------------------------------------------------------------===//
+
+static const TensorType *getType(const Graph &G, const Op &O, unsigned I) {
+  if (I >= O.Operands.size() || O.Operands[I] == NoId)
+    return nullptr;
+  return &G.getTensor(O.Operands[I]).Type;
+}
+
+static const TensorType *getResultType(const Graph &G, const Op &O,
+                                       unsigned I) {
+  if (I >= O.Results.size() || O.Results[I] == NoId)
+    return nullptr;
+  return &G.getTensor(O.Results[I]).Type;
+}
+
+static double numElements(const TensorType *T) {
+  return T ? double(T->getNumElements().getValueOr(0)) : 0;
+}
+
+static double numBytes(const TensorType *T) {
+  return T ? double(T->getSizeInBytes().getValueOr(0)) : 0;
+}
+
+static double product(ArrayRef<int64_t> Dims) {
+  double P = 1;
+  for (int64_t D : Dims)
+    P *= double(std::max<int64_t>(D, 0));
+  return P;
+}
+
+/// Bytes of every distinct operand (an operand used twice is read once).
+static double operandBytes(const Graph &G, const Op &O) {
+  SmallSet<TensorId, 4> Seen;
+  double Sum = 0;
+  for (TensorId T : O.Operands)
+    if (T != NoId && Seen.insert(T).second)
+      Sum += numBytes(&G.getTensor(T).Type);
+  return Sum;
+}
+
+static double resultBytes(const Graph &G, const Op &O) {
+  double Sum = 0;
+  for (TensorId T : O.Results)
+    if (T != NoId)
+      Sum += numBytes(&G.getTensor(T).Type);
+  return Sum;
+}
+
+static double resultElements(const Graph &G, const Op &O) {
+  double Sum = 0;
+  for (TensorId T : O.Results)
+    if (T != NoId)
+      Sum += numElements(&G.getTensor(T).Type);
+  return Sum;
+}
+
+static unsigned numPresent(ArrayRef<TensorId> Ts) {
+  return count_if(Ts, [](TensorId T) { return T != NoId; });
+}
+
+static int64_t getIntAttr(const Op &O, StringRef Name, int64_t Default) {
+  const Attribute *A = O.Attrs.get(Name);
+  return A && A->getKind() == AttrKind::Int ? A->getInt() : Default;
+}
+
+static StringRef getStringAttr(const Op &O, StringRef Name, StringRef Default) {
+  const Attribute *A = O.Attrs.get(Name);
+  return A && A->getKind() == AttrKind::String ? StringRef(A->getString())
+                                               : Default;
+}
+
+static bool isFloatType(DTypeKind K) {
+  return K == DTypeKind::F32 || K == DTypeKind::F16 || K == DTypeKind::BF16 ||
+         K == DTypeKind::F64;
+}
+
+/// The element type of the arithmetic: the first floating-point operand's,
+/// else the first operand's, else the first result's.
+static DTypeKind getComputeType(const Graph &G, const Op &O) {
+  for (TensorId T : O.Operands)
+    if (T != NoId && isFloatType(G.getTensor(T).Type.DType))
+      return G.getTensor(T).Type.DType;
+  for (TensorId T : O.Operands)
+    if (T != NoId)
+      return G.getTensor(T).Type.DType;
+  for (TensorId T : O.Results)
+    if (T != NoId)
+      return G.getTensor(T).Type.DType;
+  return DTypeKind::F32;
+}
+
+/// Elementwise over the results: one FLOP per result element.
+static void setElementwiseFallback(const Graph &G, const Op &O, OpWork &W,
+                                   const Twine &Note) {
+  W.Kind = OpCostKind::Unknown;
+  W.Flops = resultElements(G, O);
+  W.Bytes = operandBytes(G, O) + resultBytes(G, O);
+  W.Launches = 1;
+  W.Note = Note.str();
+}
+
+static void estimateGemm(const Graph &G, const Op &O, OpWork &W) {
+  const TensorType *Y = getResultType(G, O, 0);
+  if (O.Type == "Einsum") {
+    const Attribute *Eq = O.Attrs.get("equation");
+    std::vector<ArrayRef<int64_t>> Shapes;
+    for (TensorId T : O.Operands)
+      if (T != NoId)
+        Shapes.push_back(G.getTensor(T).Type.Dims);
+    Expected<EinsumEquation> Parsed =
+        Eq && Eq->getKind() == AttrKind::String
+            ? parseEinsumEquation(Eq->getString(), Shapes.size())
+            : Expected<EinsumEquation>(createStringError(
+                  inconvertibleErrorCode(), "it has no equation"));
+    Expected<double> Flops = Parsed ? countEinsumFlops(*Parsed, Shapes)
+                                    : Expected<double>(Parsed.takeError());
+    if (!Flops) {
+      setElementwiseFallback(G, O, W,
+                             "cannot analyse the Einsum (" +
+                                 toString(Flops.takeError()) +
+                                 "): treated as elementwise");
+      return;
+    }
+    W.Flops = *Flops;
+    return;
+  }
+  // A is operand 0 (QLinearMatMul too); K is its last dimension, or its
+  // first for Gemm with transA.
+  const TensorType *A = getType(G, O, 0);
+  if (!A || A->getRank() == 0 || !Y) {
+    setElementwiseFallback(G, O, W,
+                           "malformed " + O.Type + ": treated as elementwise");
+    return;
+  }
+  double K = double(A->Dims.back());
+  if (O.Type == "Gemm" && getIntAttr(O, "transA", 0) && A->getRank() == 2)
+    K = double(A->Dims[0]);
+  W.Flops = 2 * numElements(Y) * K;
+  if (O.Type == "Gemm" && getType(G, O, 2))
+    W.Flops += numElements(Y);
+}
+
+static void estimateConv(const Graph &G, const Op &O, OpWork &W) {
+  bool QLinear = O.Type == "QLinearConv";
+  const TensorType *X = getType(G, O, 0);
+  const TensorType *Wt = getType(G, O, QLinear ? 3 : 1);
+  const TensorType *B =
+      O.Type == "ConvInteger" ? nullptr : getType(G, O, QLinear ? 8 : 2);
+  const TensorType *Y = getResultType(G, O, 0);
+  if (!X || !Wt || !Y || Wt->getRank() < 2) {
+    setElementwiseFallback(G, O, W,
+                           "malformed " + O.Type + ": treated as elementwise");
+    return;
+  }
+  // Every output element of Conv takes (C/group) * prod(kernel) multiply-
+  // adds: the product of W's dimensions after the first. ConvTranspose
+  // scatters each input element over (M/group) * prod(kernel) outputs.
+  // Strides, dilations, padding and groups are all in the shapes.
+  double PerElement = 2 * product(ArrayRef<int64_t>(Wt->Dims).drop_front());
+  double Driving = O.Type == "ConvTranspose" ? numElements(X) : numElements(Y);
+  W.Flops = PerElement * Driving;
+  if (B)
+    W.Flops += numElements(Y);
+}
+
+// Elementwise FLOPs per hidden unit and time step besides the two matrix
+// products: bias adds (2 per gate), gate activations (4 each), and the
+// cell/hidden state update. docs/cost.md derives them.
+static double getRecurrentCellFlops(StringRef Type) {
+  if (Type == "LSTM")
+    return 2 * 4 + 4 * 5 + 4;
+  if (Type == "GRU")
+    return 2 * 3 + 4 * 3 + 5;
+  return 2 * 1 + 4 * 1;
+}
+
+static void estimateRecurrent(const Graph &G, const Op &O, OpWork &W) {
+  const TensorType *X = getType(G, O, 0);
+  const TensorType *Wt = getType(G, O, 1);
+  const TensorType *R = getType(G, O, 2);
+  if (!X || !Wt || !R || X->getRank() != 3 || Wt->getRank() != 3 ||
+      R->getRank() != 3) {
+    setElementwiseFallback(G, O, W,
+                           "malformed " + O.Type + ": treated as elementwise");
+    return;
+  }
+  unsigned Gates = O.Type == "LSTM" ? 4 : O.Type == "GRU" ? 3 : 1;
+  bool BatchFirst = getIntAttr(O, "layout", 0) == 1;
+  double Seq = double(X->Dims[BatchFirst ? 1 : 0]);
+  double Batch = double(X->Dims[BatchFirst ? 0 : 1]);
+  double Input = double(X->Dims[2]);
+  double Hidden = double(R->Dims[2]);
+  double Dirs = double(Wt->Dims[0]);
+  double PerStep = 2 * Batch * Gates * Hidden * (Input + Hidden) +
+                   Batch * Hidden * getRecurrentCellFlops(O.Type);
+  W.Flops = Seq * Dirs * PerStep;
+  // The recurrent weights are read again at every step.
+  W.Bytes += std::max(Seq - 1, 0.0) * numBytes(R);
+  W.Launches = std::max(Seq * Dirs, 1.0);
+}
+
+static void estimatePooling(const Graph &G, const Op &O, OpWork &W,
+                            double PerElement) {
+  const TensorType *X = getType(G, O, 0);
+  if (O.Type.startswith("Global")) {
+    W.Flops = PerElement * numElements(X);
+    return;
+  }
+  const Attribute *Kernel = O.Attrs.get("kernel_shape");
+  double Window = Kernel && Kernel->getKind() == AttrKind::Ints
+                      ? product(Kernel->getInts())
+                      : 1;
+  W.Flops = PerElement * Window * numElements(getResultType(G, O, 0));
+}
+
+static void estimateIndexing(const Graph &G, const Op &O, OpWork &W,
+                             double PerElement) {
+  if (O.Type.startswith("Gather")) {
+    // Reads the gathered elements and the indices, writes the result.
+    W.Flops = 0;
+    W.Bytes = numBytes(getType(G, O, 1)) + 2 * resultBytes(G, O);
+    return;
+  }
+  if (O.Type.startswith("Scatter")) {
+    bool Reduces = getStringAttr(O, "reduction", "none") != "none";
+    W.Flops = Reduces ? numElements(getType(G, O, 2)) : 0;
+    return;
+  }
+  W.Flops = PerElement * numElements(getType(G, O, 0));
+}
+
+static void estimateDataMovement(const Graph &G, const Op &O, OpWork &W) {
+  if (O.Type == "Slice") {
+    // Reads only what it writes.
+    W.Bytes = 2 * resultBytes(G, O);
+    return;
+  }
+  if (O.Type == "Resize" || O.Type == "Upsample") {
+    StringRef Mode = getStringAttr(O, "mode", "nearest");
+    double PerElement = Mode == "linear" || Mode == "bilinear" ? 4
+                        : Mode == "cubic"                      ? 16
+                                                               : 0;
+    W.Flops = PerElement * numElements(getResultType(G, O, 0));
+  }
+}
+
+/// The first GraphSummary of attribute \p Name, or null.
+static const GraphSummary *getBody(const Op &O, StringRef Name) {
+  const Attribute *A = O.Attrs.get(Name);
+  if (!A || A->getKind() != AttrKind::Graph)
+    return nullptr;
+  return &A->getGraphSummaries().front();
+}
+
+static void estimateControlFlow(const Graph &G, const Op &O, OpWork &W) {
+  int64_t Implicit = 0;
+  if (const Attribute *A = O.Annotations.get("implicit_operands"))
+    if (A->getKind() == AttrKind::Int)
+      Implicit = A->getInt();
+  unsigned Explicit =
+      unsigned(std::max<int64_t>(int64_t(O.Operands.size()) - Implicit, 0));
+  double Nodes = 0, Iterations = 1;
+  if (O.Type == "If") {
+    // The longer branch.
+    for (StringRef Name : {"then_branch", "else_branch"})
+      if (const GraphSummary *S = getBody(O, Name))
+        Nodes = std::max(Nodes, double(S->Nodes));
+  } else if (const GraphSummary *Body = getBody(O, "body")) {
+    Nodes = double(Body->Nodes);
+    if (O.Type == "Scan") {
+      // Iterations: the scan axis of the first scan input.
+      int64_t NumScanInputs = getIntAttr(O, "num_scan_inputs", 0);
+      int64_t First = int64_t(Explicit) - NumScanInputs;
+      int64_t Axis = 0;
+      if (const Attribute *A = O.Attrs.get("scan_input_axes"))
+        if (A->getKind() == AttrKind::Ints && !A->getInts().empty())
+          Axis = A->getInts().front();
+      const TensorType *In = First >= 0 ? getType(G, O, First) : nullptr;
+      if (In && Axis < 0)
+        Axis += In->getRank();
+      if (In && Axis >= 0 && Axis < int64_t(In->getRank()))
+        Iterations = double(In->Dims[Axis]);
+    } else {
+      // Loop: operands M, cond and N loop-carried values; its results are
+      // the N final values and then the scan outputs, whose first
+      // dimension is the trip count.
+      unsigned Carried = Explicit >= 2 ? Explicit - 2 : 0;
+      const TensorType *ScanOut = getResultType(G, O, Carried);
+      if (ScanOut && ScanOut->getRank() > 0) {
+        Iterations = double(ScanOut->Dims[0]);
+      } else {
+        W.Note = "Loop trip count unknown: costed as one iteration";
+      }
+    }
+  }
+  // Each body node executed counts as an elementwise op over the largest
+  // result of the control-flow op (at least one element) reading two
+  // operands and writing one result of that size.
+  double Elements = 1, ElementBytes = 4;
+  for (TensorId T : O.Results) {
+    if (T == NoId)
+      continue;
+    const TensorType &Ty = G.getTensor(T).Type;
+    if (numElements(&Ty) > Elements) {
+      Elements = numElements(&Ty);
+      ElementBytes = std::max(getDTypeSize(Ty.DType), 1u);
+    }
+  }
+  double Executed = Nodes * Iterations;
+  W.Flops = Executed * Elements;
+  W.Bytes = Executed * 3 * Elements * ElementBytes;
+  W.Launches = Executed;
+}
+
+static void estimateUpdate(const Graph &G, const Op &O, OpWork &W,
+                           double PerElement) {
+  // The weight: the first weight operand, else operand 0.
+  const TensorType *Weight = getType(G, O, 0);
+  for (TensorId T : O.Operands)
+    if (T != NoId && G.getTensor(T).Kind == TensorKind::Weight) {
+      Weight = &G.getTensor(T).Type;
+      break;
+    }
+  double WeightBytes = numBytes(Weight);
+  double States =
+      double(std::max<int64_t>(getIntAttr(O, "state_copies", 0), 0));
+  W.Flops = PerElement * numElements(Weight);
+  // Reads weight, gradient and state; writes weight and state.
+  W.Bytes = (3 + 2 * States) * WeightBytes;
+  W.PersistentBytes = uint64_t(States * WeightBytes);
+}
+
+OpWork estimateWork(const Graph &G, OpId Id) {
+  const Op &O = G.getOp(Id);
+  OpWork W;
+  W.ComputeType = getComputeType(G, O);
+  const OpTypeInfo *Info = lookupOpType(O.Domain, O.Type);
+  if (!Info) {
+    setElementwiseFallback(G, O, W,
+                           isBackwardOp(O)
+                               ? "backward op without its forward op: "
+                                 "treated as elementwise"
+                               : "unknown op kind: treated as elementwise");
+    return W;
+  }
+  W.Kind = Info->Kind;
+  W.Bytes = operandBytes(G, O) + resultBytes(G, O);
+  const TensorType *X = getType(G, O, 0);
+  switch (Info->Kind) {
+  case OpCostKind::Gemm:
+    estimateGemm(G, O, W);
+    break;
+  case OpCostKind::Conv:
+    estimateConv(G, O, W);
+    break;
+  case OpCostKind::Recurrent:
+    estimateRecurrent(G, O, W);
+    break;
+  case OpCostKind::Pooling:
+    estimatePooling(G, O, W, Info->FlopsPerElement);
+    break;
+  case OpCostKind::Normalization: {
+    double PerElement = Info->FlopsPerElement;
+    if (O.Type == "BatchNormalization" &&
+        (getIntAttr(O, "training_mode", 0) || numPresent(O.Results) > 1))
+      PerElement = 8;
+    if (O.Type == "LRN")
+      PerElement = 2 * double(getIntAttr(O, "size", 1)) + 6;
+    W.Flops = PerElement * numElements(X);
+    break;
+  }
+  case OpCostKind::Softmax:
+    W.Flops = Info->FlopsPerElement * numElements(X);
+    break;
+  case OpCostKind::Reduction:
+    if (O.Type == "TopK") {
+      // A partial sort: log2(k) comparisons per input element.
+      const TensorType *Y = getResultType(G, O, 0);
+      int64_t Axis = getIntAttr(O, "axis", -1);
+      double K = 2;
+      if (Y && Axis < 0)
+        Axis += Y->getRank();
+      if (Y && Axis >= 0 && Axis < int64_t(Y->getRank()))
+        K = std::max(double(Y->Dims[Axis]), 2.0);
+      W.Flops = std::log2(K) * numElements(X);
+      break;
+    }
+    W.Flops = Info->FlopsPerElement * numElements(X);
+    break;
+  case OpCostKind::Elementwise: {
+    // Variadic ops (Sum, Max, Min, Mean) combine n inputs with n-1
+    // operations per element; others apply one.
+    double Ops = 1;
+    if (O.Type == "Sum" || O.Type == "Max" || O.Type == "Min" ||
+        O.Type == "Mean")
+      Ops = std::max(double(numPresent(O.Operands)) - 1, 0.0);
+    W.Flops = Info->FlopsPerElement * Ops * numElements(getResultType(G, O, 0));
+    break;
+  }
+  case OpCostKind::Indexing:
+    estimateIndexing(G, O, W, Info->FlopsPerElement);
+    break;
+  case OpCostKind::DataMovement:
+    estimateDataMovement(G, O, W);
+    break;
+  case OpCostKind::View:
+  case OpCostKind::Metadata:
+    W.Bytes = 0;
+    break;
+  case OpCostKind::ControlFlow:
+    estimateControlFlow(G, O, W);
+    break;
+  case OpCostKind::Update:
+    estimateUpdate(G, O, W, Info->FlopsPerElement);
+    break;
+  case OpCostKind::Unknown:
+    llvm_unreachable("unknown ops have no OpTypeInfo");
+  }
+  return W;
+}
+
+double getRooflineTime(const OpWork &W, const DeviceType &T) {
+  const CostKindInfo &Info = getCostKindInfo(W.Kind);
+  Efficiency E = T.Kind == DeviceKind::CPU ? Info.CPU : Info.GPU;
+  double Compute = 0, Memory = 0;
+  if (W.Flops > 0)
+    Compute = W.Flops / (T.getPeakFlops(W.ComputeType) * E.Compute);
+  if (W.Bytes > 0)
+    Memory = W.Bytes / (T.MemoryBandwidth * E.Memory);
+  return std::max(Compute, Memory) +
+         W.Launches * Info.LaunchFraction * T.LaunchOverhead;
+}
+
+//===----------------------------------------------------------------------===//
+// Einsum
+//===----------------------------------------------------------------------===//
+
+/// Einsum problems become notes on the op, not user errors: plain text.
+static Error makeEinsumError(const Twine &Msg) {
+  return createStringError(inconvertibleErrorCode(), Msg);
+}
+
+/// Parses one term: letters and at most one "..." (kept as '.').
+static Expected<std::string> parseEinsumTerm(StringRef Term) {
+  std::string Labels;
+  bool HasEllipsis = false;
+  for (size_t I = 0; I < Term.size(); ++I) {
+    char C = Term[I];
+    if (isAlpha(C)) {
+      Labels += C;
+      continue;
+    }
+    if (Term.substr(I).startswith("...") && !HasEllipsis) {
+      HasEllipsis = true;
+      Labels += '.';
+      I += 2;
+      continue;
+    }
+    return makeEinsumError("invalid Einsum term '" + Term + "'");
+  }
+  return Labels;
+}
+
+Expected<EinsumEquation> parseEinsumEquation(StringRef Equation,
+                                             unsigned NumOperands) {
+  std::string Compact;
+  for (char C : Equation)
+    if (!isSpace(C))
+      Compact += C;
+  StringRef Text = Compact;
+  auto [Lhs, Rhs] = Text.split("->");
+  bool Explicit = Text.contains("->");
+  SmallVector<StringRef, 4> Terms;
+  Lhs.split(Terms, ',');
+  if (Terms.size() != NumOperands)
+    return makeEinsumError("Einsum equation '" + Equation + "' has " +
+                           Twine(Terms.size()) + " input terms for " +
+                           Twine(NumOperands) + " operands");
+  EinsumEquation Eq;
+  for (StringRef T : Terms) {
+    Expected<std::string> Labels = parseEinsumTerm(T);
+    if (!Labels)
+      return Labels.takeError();
+    Eq.Inputs.push_back(std::move(*Labels));
+  }
+  if (Explicit) {
+    Expected<std::string> Labels = parseEinsumTerm(Rhs);
+    if (!Labels)
+      return Labels.takeError();
+    for (size_t I = 0; I < Labels->size(); ++I) {
+      char C = (*Labels)[I];
+      if (StringRef(*Labels).substr(I + 1).contains(C))
+        return makeEinsumError("Einsum output repeats '" + Twine(C) + "'");
+      if (none_of(Eq.Inputs, [&](const std::string &In) {
+            return In.find(C) != std::string::npos;
+          }))
+        return makeEinsumError("Einsum output label '" + Twine(C) +
+                               "' is in no input");
+    }
+    Eq.Output = std::move(*Labels);
+    return Eq;
+  }
+  // Implicit output: the ellipsis, then the labels used once, sorted.
+  unsigned Counts[128] = {};
+  bool AnyEllipsis = false;
+  for (const std::string &In : Eq.Inputs)
+    for (char C : In) {
+      if (C == '.')
+        AnyEllipsis = true;
+      else
+        ++Counts[unsigned(C)];
+    }
+  if (AnyEllipsis)
+    Eq.Output += '.';
+  for (unsigned C = 0; C != 128; ++C)
+    if (Counts[C] == 1)
+      Eq.Output += char(C);
+  return Eq;
+}
+
+Expected<double> countEinsumFlops(const EinsumEquation &Eq,
+                                  ArrayRef<ArrayRef<int64_t>> Shapes) {
+  if (Shapes.size() != Eq.Inputs.size())
+    return makeEinsumError("Einsum has " + Twine(Shapes.size()) +
+                           " operands for " + Twine(Eq.Inputs.size()) +
+                           " terms");
+  int64_t Sizes[128];
+  std::fill(std::begin(Sizes), std::end(Sizes), -1);
+  // The ellipsis dimensions broadcast against each other, right-aligned.
+  SmallVector<int64_t, 4> EllipsisDims;
+  bool AnyEllipsis = false;
+  for (unsigned I = 0, E = Shapes.size(); I != E; ++I) {
+    StringRef Term = Eq.Inputs[I];
+    ArrayRef<int64_t> Shape = Shapes[I];
+    bool HasEllipsis = Term.contains('.');
+    size_t NumLabels = Term.size() - (HasEllipsis ? 1 : 0);
+    if (HasEllipsis ? Shape.size() < NumLabels : Shape.size() != NumLabels)
+      return makeEinsumError("Einsum term '" + Term + "' does not match rank " +
+                             Twine(Shape.size()));
+    size_t NumEllipsis = Shape.size() - NumLabels;
+    size_t Dim = 0;
+    for (char C : Term) {
+      if (C == '.') {
+        AnyEllipsis = true;
+        ArrayRef<int64_t> Part = Shape.slice(Dim, NumEllipsis);
+        if (Part.size() > EllipsisDims.size())
+          EllipsisDims.insert(EllipsisDims.begin(),
+                              Part.size() - EllipsisDims.size(), 1);
+        for (size_t J = 0; J != Part.size(); ++J) {
+          int64_t &Have = EllipsisDims[EllipsisDims.size() - Part.size() + J];
+          if (Have != Part[J] && Have != 1 && Part[J] != 1)
+            return makeEinsumError(
+                "Einsum ellipsis dimensions do not broadcast");
+          Have = std::max(Have, Part[J]);
+        }
+        Dim += NumEllipsis;
+        continue;
+      }
+      int64_t &Size = Sizes[unsigned(C)];
+      if (Size >= 0 && Size != Shape[Dim])
+        return makeEinsumError("Einsum label '" + Twine(C) + "' has sizes " +
+                               Twine(Size) + " and " + Twine(Shape[Dim]));
+      Size = Shape[Dim++];
+    }
+  }
+  double Space = product(EllipsisDims);
+  bool Summed = AnyEllipsis && !StringRef(Eq.Output).contains('.') &&
+                product(EllipsisDims) > 1;
+  for (unsigned C = 0; C != 128; ++C) {
+    if (Sizes[C] < 0)
+      continue;
+    Space *= double(Sizes[C]);
+    if (!StringRef(Eq.Output).contains(char(C)))
+      Summed = true;
+  }
+  double PerPoint = double(Eq.Inputs.size() - 1) + (Summed ? 1 : 0);
+  return Space * PerPoint;
+}
+
+} // namespace dp
