@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Sets up, builds, and runs dp's main job on a bundled model: import it and
-# print the summary report.
+# Sets up, builds, and runs dp's main job on a bundled model: one training
+# step of it placed on the default cluster (4 x P100 + CPU, as in the
+# EAGLE and Mars papers), simulated, with the report on the terminal and
+# the JSON summary and Chrome trace written beside it.
 #
 #   utils/main.sh [model.onnx] [extra dp-opt arguments]
 set -euo pipefail
@@ -8,6 +10,14 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${DP_BUILD_DIR:-$root/build}
 model=${1:-$root/models/inception_v3.onnx}
 shift || true
+out=${DP_OUT_DIR:-$root/out}
 
 "$root/utils/build.sh" >&2
-"$build/bin/dp-opt" -passes=import-onnx,summary -disable-output "$model" "$@"
+mkdir -p "$out"
+name=$(basename "$model" .onnx)
+"$build/bin/dp-opt" \
+  -passes='import-onnx,unroll-rnn,training-graph,cost-annotate,place{algo=single},simulate' \
+  -cluster=p100x4 -disable-output \
+  -summary="$out/$name.summary.json" -trace="$out/$name.trace.json" \
+  "$model" "$@"
+echo "wrote $out/$name.summary.json and $out/$name.trace.json" >&2

@@ -84,7 +84,7 @@ Error PlacePass::run(Graph &G, PassContext &Ctx) {
                        .count();
   setPlacement(G, C, *Placement);
   G.getAnnotations().set("placer", Attribute::getString(Opts.Algo));
-  G.getAnnotations().set("search_seconds", Attribute::getFloat(Seconds));
+  Ctx.SearchSeconds = Seconds;
   return Error::success();
 }
 

@@ -28,17 +28,6 @@ static StringRef getStringAnnotation(const AttributeList &L, StringRef Key,
                                                : Default;
 }
 
-static double getFloatAnnotation(const AttributeList &L, StringRef Key) {
-  const Attribute *A = L.get(Key);
-  if (!A)
-    return 0;
-  if (A->getKind() == AttrKind::Float)
-    return A->getFloat();
-  if (A->getKind() == AttrKind::Int)
-    return double(A->getInt());
-  return 0;
-}
-
 /// Number of distinct colocation groups, or the op count without them.
 static size_t countGroups(const Graph &G) {
   DenseSet<int64_t> Groups;
@@ -91,10 +80,15 @@ void printSimulationReport(raw_ostream &OS, const Graph &G, const Cluster &C,
     OS << "  memory:       fits on every device\n";
   }
   OS << "  devices:\n";
+  size_t NameWidth = 0, TypeWidth = 0;
+  for (unsigned D = 0, E = C.getNumDevices(); D != E; ++D) {
+    NameWidth = std::max(NameWidth, C.getDevices()[D].Name.size());
+    TypeWidth = std::max(TypeWidth, C.getDeviceType(D).Name.size());
+  }
   for (unsigned D = 0, E = C.getNumDevices(); D != E; ++D) {
     double Load = R.StepTime > 0 ? R.BusyTime[D] / R.StepTime * 100 : 0;
-    OS << "    " << left_justify(C.getDevices()[D].Name, 10)
-       << left_justify(C.getDeviceType(D).Name, 16) << "ops "
+    OS << "    " << left_justify(C.getDevices()[D].Name, NameWidth + 2)
+       << left_justify(C.getDeviceType(D).Name, TypeWidth + 2) << "ops "
        << format("%6u", R.OpCount[D]) << "   busy "
        << right_justify(formatTime(R.BusyTime[D]), 12) << " ("
        << format("%5.1f", Load) << " %)   peak "
@@ -132,7 +126,8 @@ void printSimulationReport(raw_ostream &OS, const Graph &G, const Cluster &C,
 }
 
 void writeSummaryJSON(raw_ostream &OS, const Graph &G, const Cluster &C,
-                      const SimResult &R, const LowerBounds &LB) {
+                      const SimResult &R, const LowerBounds &LB,
+                      Optional<double> SearchSeconds) {
   const AttributeList &GA = G.getAnnotations();
   json::OStream J(OS, 2);
   J.object([&] {
@@ -166,7 +161,10 @@ void writeSummaryJSON(raw_ostream &OS, const Graph &G, const Cluster &C,
         });
       }
     });
-    J.attribute("search_seconds", getFloatAnnotation(GA, "search_seconds"));
+    if (SearchSeconds)
+      J.attribute("search_seconds", *SearchSeconds);
+    else
+      J.attribute("search_seconds", nullptr);
   });
   OS << '\n';
 }
@@ -333,7 +331,7 @@ Error SimulatePass::run(Graph &G, PassContext &Ctx) {
     printSimulationReport(*Ctx.Report, G, C, R, LB);
   if (!Ctx.SummaryFile.empty())
     if (Error E = writeFileAtomically(Ctx.SummaryFile, [&](raw_ostream &OS) {
-          writeSummaryJSON(OS, G, C, R, LB);
+          writeSummaryJSON(OS, G, C, R, LB, Ctx.SearchSeconds);
         }))
       return E;
   if (!Ctx.TraceFile.empty())

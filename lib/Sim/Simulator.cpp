@@ -142,28 +142,63 @@ Simulator::Simulator(const SimGraph &G) : G(G), C(*G.C) {
   Home.resize(G.NumTensors);
   Queue.resize(size_t(G.NumOps) * D);
   QHead.resize(D);
-  QSize.resize(D);
+  QTail.resize(D);
   Busy.resize(D);
   ChannelFree.resize(C.getNumChannels());
   Live.resize(D);
   WaitedOn.resize(G.NumOps);
   ReadyTime.resize(G.NumOps);
+  RouteBegin.push_back(0);
+  for (unsigned Src = 0; Src != D; ++Src) {
+    for (unsigned Dst = 0; Dst != D; ++Dst) {
+      for (unsigned Ch : C.getRoute(Src, Dst))
+        RouteChannels.push_back(Ch);
+      RouteBegin.push_back(RouteChannels.size());
+      bool Same = Src == Dst;
+      RouteLatency.push_back(Same ? 0 : C.getRouteLatency(Src, Dst));
+      RouteSecondsPerByte.push_back(Same ? 0
+                                         : 1 / C.getRouteBandwidth(Src, Dst));
+    }
+  }
 }
 
 void Simulator::push(double Time, uint64_t Payload) {
-  Heap.push_back(Event{Time, Seq++, Payload});
-  std::push_heap(Heap.begin(), Heap.end(), [](const Event &A, const Event &B) {
-    return A.Time != B.Time ? A.Time > B.Time : A.Seq > B.Seq;
-  });
+  // Sift the hole up from the end.
+  Event E{Time, Payload};
+  size_t I = Heap.size();
+  Heap.emplace_back();
+  while (I) {
+    size_t Parent = (I - 1) / 2;
+    if (!(E < Heap[Parent]))
+      break;
+    Heap[I] = Heap[Parent];
+    I = Parent;
+  }
+  Heap[I] = E;
 }
 
 Simulator::Event Simulator::pop() {
-  std::pop_heap(Heap.begin(), Heap.end(), [](const Event &A, const Event &B) {
-    return A.Time != B.Time ? A.Time > B.Time : A.Seq > B.Seq;
-  });
-  Event E = Heap.back();
+  Event Top = Heap.front();
+  Event Last = Heap.back();
   Heap.pop_back();
-  return E;
+  size_t N = Heap.size();
+  if (!N)
+    return Top;
+  // Sift the hole down from the root, then place the last event.
+  size_t I = 0;
+  while (true) {
+    size_t Child = 2 * I + 1;
+    if (Child >= N)
+      break;
+    if (Child + 1 < N && Heap[Child + 1] < Heap[Child])
+      ++Child;
+    if (!(Heap[Child] < Last))
+      break;
+    Heap[I] = Heap[Child];
+    I = Child;
+  }
+  Heap[I] = Last;
+  return Top;
 }
 
 void Simulator::allocate(unsigned Dev, uint64_t Bytes, uint32_t Op,
@@ -220,24 +255,27 @@ void Simulator::makeAvailable(uint32_t T, unsigned Dev, double Now,
       startOp(Op, Dev, Now, R);
       continue;
     }
-    unsigned Slot = (QHead[Dev] + QSize[Dev]++) % G.NumOps;
-    Queue[size_t(Dev) * G.NumOps + Slot] = Op;
+    Queue[size_t(Dev) * G.NumOps + QTail[Dev]++] = Op;
   }
   if (Dev != Home[T])
     return;
-  for (unsigned Dst = 0; Remote; ++Dst, Remote >>= 1) {
-    if (!(Remote & 1) || State[size_t(T) * D + Dst])
+  for (; Remote; Remote &= Remote - 1) {
+    unsigned Dst = countTrailingZeros(Remote);
+    if (State[size_t(T) * D + Dst])
       continue;
     State[size_t(T) * D + Dst] = 1;
     uint64_t Bytes = G.TensorBytes[T];
-    ArrayRef<unsigned> Route = C.getRoute(Dev, Dst);
+    unsigned Pair = Dev * D + Dst;
+    const uint32_t *First = RouteChannels.data() + RouteBegin[Pair];
+    const uint32_t *Last = RouteChannels.data() + RouteBegin[Pair + 1];
     double Start = Now;
-    for (unsigned Ch : Route)
-      Start = std::max(Start, ChannelFree[Ch]);
-    double End = Start + C.getTransferTime(Dev, Dst, Bytes);
-    for (unsigned Ch : Route) {
-      ChannelFree[Ch] = End;
-      R.ChannelBytes[Ch] += Bytes;
+    for (const uint32_t *Ch = First; Ch != Last; ++Ch)
+      Start = std::max(Start, ChannelFree[*Ch]);
+    double End = Start + RouteLatency[Pair] +
+                 double(Bytes) * RouteSecondsPerByte[Pair];
+    for (const uint32_t *Ch = First; Ch != Last; ++Ch) {
+      ChannelFree[*Ch] = End;
+      R.ChannelBytes[*Ch] += Bytes;
     }
     R.TransferBytes += Bytes;
     ++R.NumTransfers;
@@ -255,12 +293,11 @@ void Simulator::run(ArrayRef<uint32_t> Placement, SimResult &R,
   unsigned D = G.NumDevices;
   Place = Placement;
   Record = RecordTimeline;
-  Seq = 0;
   Heap.clear();
   std::fill(State.begin(), State.end(), 0);
   std::fill(Uses.begin(), Uses.end(), 0);
   std::fill(QHead.begin(), QHead.end(), 0);
-  std::fill(QSize.begin(), QSize.end(), 0);
+  std::fill(QTail.begin(), QTail.end(), 0);
   std::fill(Busy.begin(), Busy.end(), 0);
   std::fill(ChannelFree.begin(), ChannelFree.end(), 0.0);
   std::fill(Live.begin(), Live.end(), 0);
@@ -319,8 +356,7 @@ void Simulator::run(ArrayRef<uint32_t> Placement, SimResult &R,
       startOp(Op, Dev, 0.0, R);
       continue;
     }
-    unsigned Slot = (QHead[Dev] + QSize[Dev]++) % G.NumOps;
-    Queue[size_t(Dev) * G.NumOps + Slot] = Op;
+    Queue[size_t(Dev) * G.NumOps + QTail[Dev]++] = Op;
   }
 
   uint32_t LastOp = None;
@@ -361,13 +397,11 @@ void Simulator::run(ArrayRef<uint32_t> Placement, SimResult &R,
       if (--Uses[size_t(T) * D + Dev] == 0)
         release(T, Dev);
     }
-    if (!QSize[Dev]) {
+    if (QHead[Dev] == QTail[Dev]) {
       Busy[Dev] = 0;
       continue;
     }
-    uint32_t Next = Queue[size_t(Dev) * G.NumOps + QHead[Dev]];
-    QHead[Dev] = (QHead[Dev] + 1) % G.NumOps;
-    --QSize[Dev];
+    uint32_t Next = Queue[size_t(Dev) * G.NumOps + QHead[Dev]++];
     if (ReadyTime[Next] < Now)
       WaitedOn[Next] = Op; // It waited for the device, not for data.
     startOp(Next, Dev, Now, R);

@@ -88,6 +88,19 @@ static cl::opt<bool>
                  cl::desc("Describe the -cluster (default p100x4) and exit"),
                  cl::cat(DpCategory));
 
+static cl::opt<std::string>
+    SummaryFile("summary",
+                cl::desc("Write the simulated step's JSON summary here"),
+                cl::value_desc("file"), cl::cat(DpCategory));
+static cl::opt<std::string>
+    TraceFile("trace",
+              cl::desc("Write the simulated step as a Chrome trace here"),
+              cl::value_desc("file"), cl::cat(DpCategory));
+static cl::opt<std::string> PlacementFile(
+    "placement",
+    cl::desc("Simulate this placement (JSON) instead of the ops' devices"),
+    cl::value_desc("file.json"), cl::cat(DpCategory));
+
 namespace {
 /// One -<pass>[=options] flag per registered pass.
 struct PassFlag {
@@ -242,6 +255,9 @@ int main(int argc, char **argv) {
   Ctx.TheCluster = TheCluster ? &*TheCluster : nullptr;
   Ctx.Report = &errs();
   Ctx.Timers = PhaseTimers.get();
+  Ctx.SummaryFile = SummaryFile;
+  Ctx.TraceFile = TraceFile;
+  Ctx.PlacementFile = PlacementFile;
   if (Error E = PM.run(G, Ctx))
     return fail(DisplayName, std::move(E));
   if (!VerifyEach)

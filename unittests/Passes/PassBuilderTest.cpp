@@ -146,13 +146,13 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(PassPipelineTest, BuildsRegisteredPassesInOrder) {
   PassManager PM;
-  llvm::Error Err =
-      parsePassPipeline(PM, "import-onnx{batch=8,dim=seq:128},verify,summary");
+  llvm::Error Err = parsePassPipeline(
+      PM, "import-onnx{batch=8,dim=seq:128},verify,print-summary");
   ASSERT_FALSE(bool(Err)) << llvm::toString(std::move(Err));
   ASSERT_EQ(PM.size(), 3u);
   EXPECT_EQ(PM.getPassName(0), "import-onnx");
   EXPECT_EQ(PM.getPassName(1), "verify");
-  EXPECT_EQ(PM.getPassName(2), "summary");
+  EXPECT_EQ(PM.getPassName(2), "print-summary");
 }
 
 TEST(PassPipelineTest, RejectsUnknownPasses) {
@@ -176,7 +176,8 @@ TEST(PassPipelineTest, RejectsBadPassOptions) {
 
 TEST(PassPipelineTest, RejectsMalformedText) {
   PassManager PM;
-  std::string Message = takeMessage(parsePassPipeline(PM, "verify summary"));
+  std::string Message =
+      takeMessage(parsePassPipeline(PM, "verify print-summary"));
   EXPECT_TRUE(contains(Message, "expected ',' between passes")) << Message;
   EXPECT_TRUE(PM.empty());
 }
@@ -184,10 +185,10 @@ TEST(PassPipelineTest, RejectsMalformedText) {
 TEST(PassPipelineTest, PrintedPipelineParsesBackToTheSameText) {
   PassManager PM;
   llvm::Error Err = parsePassPipeline(
-      PM, " import-onnx{ dim=seq:128 , batch=8 } , verify,summary");
+      PM, " import-onnx{ dim=seq:128 , batch=8 } , verify,print-summary");
   ASSERT_FALSE(bool(Err)) << llvm::toString(std::move(Err));
   std::string Printed = printPipeline(PM);
-  EXPECT_EQ(Printed, "import-onnx{batch=8,dim=seq:128},verify,summary");
+  EXPECT_EQ(Printed, "import-onnx{batch=8,dim=seq:128},verify,print-summary");
   PassManager Again;
   Err = parsePassPipeline(Again, Printed);
   ASSERT_FALSE(bool(Err)) << llvm::toString(std::move(Err));
@@ -196,9 +197,9 @@ TEST(PassPipelineTest, PrintedPipelineParsesBackToTheSameText) {
 
 TEST(PassPipelineTest, PassWithoutOptionsPrintsWithoutBraces) {
   PassManager PM;
-  llvm::Error Err = parsePassPipeline(PM, "import-onnx{},summary{}");
+  llvm::Error Err = parsePassPipeline(PM, "import-onnx{},print-summary{}");
   ASSERT_FALSE(bool(Err)) << llvm::toString(std::move(Err));
-  EXPECT_EQ(printPipeline(PM), "import-onnx,summary");
+  EXPECT_EQ(printPipeline(PM), "import-onnx,print-summary");
 }
 
 //===----------------------------------------------------------------------===//
@@ -213,7 +214,7 @@ const PassInfo *findPass(llvm::StringRef Name) {
 }
 
 TEST(PassRegistryTest, ListsTheBuiltinPasses) {
-  for (llvm::StringRef Name : {"import-onnx", "verify", "summary"}) {
+  for (llvm::StringRef Name : {"import-onnx", "verify", "print-summary"}) {
     const PassInfo *P = findPass(Name);
     ASSERT_NE(P, nullptr) << Name.str();
     EXPECT_FALSE(P->Description.empty()) << Name.str();

@@ -21,6 +21,7 @@
 #ifndef DP_IR_PASSMANAGER_H
 #define DP_IR_PASSMANAGER_H
 
+#include "llvm/ADT/Optional.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/MemoryBufferRef.h"
@@ -57,6 +58,9 @@ struct PassContext {
   std::string SummaryFile;
   std::string TraceFile;
   std::string PlacementFile;
+  /// Seconds the last placer searched in this run. Wall time is kept out of
+  /// the IR so that the IR depends only on the input and the seed.
+  llvm::Optional<double> SearchSeconds;
   /// When timing is on (-time-passes), passes may time their phases here
   /// (a group of its own: the pass times are in the PassManager's group).
   llvm::TimerGroup *Timers = nullptr;

@@ -5,9 +5,9 @@
 //===----------------------------------------------------------------------===//
 ///
 /// \file
-/// The "summary" pass writes what a graph holds for a person to read: op and
-/// tensor counts, weight and activation bytes, the most frequent op types,
-/// and the graph's inputs and outputs.
+/// The "print-summary" pass writes what a graph holds for a person to
+/// read: op and tensor counts, weight and activation bytes, the most
+/// frequent op types, and the graph's inputs and outputs.
 ///
 //===----------------------------------------------------------------------===//
 
@@ -26,7 +26,7 @@ void printGraphSummary(llvm::raw_ostream &OS, const Graph &G);
 /// Writes the summary to the pipeline's report stream.
 class SummaryPass {
 public:
-  static llvm::StringRef name() { return "summary"; }
+  static llvm::StringRef name() { return "print-summary"; }
   llvm::Error run(Graph &G, PassContext &Ctx);
 };
 

@@ -6,8 +6,8 @@
 ///
 /// \file
 /// `place{algo=...}` chooses a device for every op and records it in the
-/// op's `device` annotation, with the graph annotations `placer` and
-/// `search_seconds`. Placers:
+/// op's `device` annotation, with the graph annotation `placer`; the search
+/// time goes to PassContext::SearchSeconds. Placers:
 ///
 ///   single   every op on one device: the fastest device whose memory
 ///            holds the whole step (simulated); `device=NAME` forces one.

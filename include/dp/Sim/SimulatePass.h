@@ -34,9 +34,12 @@ llvm::Error applyPlacementFile(Graph &G, const Cluster &C,
                                llvm::StringRef Path);
 
 /// Writes the JSON summary of a simulated step (docs/simulator.md).
+/// \p SearchSeconds is the placement's search time when this run placed
+/// the graph (null in the JSON otherwise).
 void writeSummaryJSON(llvm::raw_ostream &OS, const Graph &G,
                       const Cluster &C, const SimResult &R,
-                      const LowerBounds &LB);
+                      const LowerBounds &LB,
+                      llvm::Optional<double> SearchSeconds);
 
 /// Writes a Chrome trace (chrome://tracing, Perfetto): one track per
 /// device and one per link direction.

@@ -136,12 +136,16 @@ public:
            bool RecordTimeline = false);
 
 private:
+  /// Events at equal times are handled in Payload order, so runs are
+  /// deterministic without a sequence counter.
   struct Event {
     double Time;
-    uint64_t Seq;
     /// Op id for an op end; tensor id * devices + destination for a
     /// transfer end (tagged by the top bit).
     uint64_t Payload;
+    bool operator<(const Event &O) const {
+      return Time != O.Time ? Time < O.Time : Payload < O.Payload;
+    }
   };
   void push(double Time, uint64_t Payload);
   Event pop();
@@ -154,8 +158,12 @@ private:
   const Cluster &C;
   llvm::ArrayRef<uint32_t> Place;
   bool Record = false;
-  uint64_t Seq = 0;
+  /// A binary min-heap of pending events.
   std::vector<Event> Heap;
+  /// Routes by (source, destination), flattened: channels, latency and
+  /// seconds per byte.
+  std::vector<uint32_t> RouteBegin, RouteChannels;
+  std::vector<double> RouteLatency, RouteSecondsPerByte;
   std::vector<uint32_t> Pending;
   /// Per (tensor, device): 0 absent, 1 in flight, 2 present.
   std::vector<uint8_t> State;
@@ -163,9 +171,10 @@ private:
   std::vector<uint32_t> Uses;
   /// The home device of each tensor.
   std::vector<uint32_t> Home;
-  /// Per device: FIFO of runnable ops (a ring over NumOps slots).
+  /// Per device: FIFO of runnable ops. An op is queued at most once per
+  /// run, so each device's queue has NumOps slots and never wraps.
   std::vector<uint32_t> Queue;
-  std::vector<uint32_t> QHead, QSize;
+  std::vector<uint32_t> QHead, QTail;
   std::vector<uint8_t> Busy;
   std::vector<double> ChannelFree;
   std::vector<uint64_t> Live;

@@ -1,0 +1,222 @@
+//===- SimBench.cpp - Simulator speed -------------------------------------===//
+//
+// Part of the dp project.
+//
+//===----------------------------------------------------------------------===//
+///
+/// \file
+/// Measures the simulator on a real training graph (default: BERT-Base,
+/// models/bert_base.onnx, through import-onnx, training-graph and
+/// cost-annotate on p100x4), in one run:
+///
+///   BM_SimGraphBuild     compiling the graph for simulation (once per graph)
+///   BM_SimulateSingle    every op on one GPU
+///   BM_SimulateStages    contiguous stages in graph order over the GPUs
+///                        (the shape of a pipeline placement)
+///   BM_SimulateRandom    random placements over every device (64 of them,
+///                        drawn once with a fixed seed, used in turn): the
+///                        worst case, every edge crossing devices
+///
+/// and prints simulated ops/s and placements/s, with the ratio to the 10 M
+/// ops/s target. Usage:
+///
+///   dp-bench-sim [--model=FILE] [--cluster=NAME] [benchmark flags]
+///
+//===----------------------------------------------------------------------===//
+
+#include "dp/Cluster/Cluster.h"
+#include "dp/IR/Graph.h"
+#include "dp/Passes/PassBuilder.h"
+#include "dp/Sim/Simulator.h"
+
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <random>
+#include <string>
+
+using namespace dp;
+
+namespace {
+
+std::string ModelPath = DP_SOURCE_DIR "/models/bert_base.onnx";
+std::string ClusterName = "p100x4";
+
+struct Problem {
+  Cluster C;
+  Graph G;
+  std::unique_ptr<SimGraph> SG;
+  std::vector<std::vector<uint32_t>> Random;
+  std::vector<uint32_t> Stages;
+};
+
+Problem &problem() {
+  static Problem *P = [] {
+    auto Die = [](llvm::Error E) {
+      std::fprintf(stderr, "dp-bench-sim: %s\n",
+                   llvm::toString(std::move(E)).c_str());
+      std::exit(1);
+    };
+    llvm::Expected<Cluster> C = loadCluster(ClusterName);
+    if (!C)
+      Die(C.takeError());
+    auto Buf = llvm::MemoryBuffer::getFile(ModelPath);
+    if (!Buf) {
+      std::fprintf(stderr, "dp-bench-sim: cannot read %s\n",
+                   ModelPath.c_str());
+      std::exit(1);
+    }
+    auto *P = new Problem{std::move(*C), Graph(), nullptr, {}, {}};
+    PassManager PM;
+    if (llvm::Error E = parsePassPipeline(
+            PM, "import-onnx,training-graph,cost-annotate"))
+      Die(std::move(E));
+    PassContext Ctx;
+    Ctx.Input = (*Buf)->getMemBufferRef();
+    Ctx.TheCluster = &P->C;
+    if (llvm::Error E = PM.run(P->G, Ctx))
+      Die(std::move(E));
+    llvm::Expected<SimGraph> SG = SimGraph::build(P->G, P->C);
+    if (!SG)
+      Die(SG.takeError());
+    P->SG = std::make_unique<SimGraph>(std::move(*SG));
+    std::mt19937_64 Rng(42);
+    std::uniform_int_distribution<uint32_t> Dev(0, P->C.getNumDevices() - 1);
+    P->Random.assign(64, std::vector<uint32_t>(P->G.getNumOps()));
+    for (auto &Placement : P->Random)
+      for (uint32_t &D : Placement)
+        D = Dev(Rng);
+    // Contiguous stages in graph order over all devices but the last (the
+    // CPU in the presets): the shape of a pipeline placement.
+    unsigned Devices = std::max(1u, P->C.getNumDevices() - 1);
+    size_t N = P->G.getNumOps();
+    P->Stages.resize(N);
+    for (size_t I = 0; I != N; ++I)
+      P->Stages[I] = uint32_t(I * Devices / N);
+    return P;
+  }();
+  return *P;
+}
+
+void setRates(benchmark::State &State) {
+  State.counters["ops/s"] =
+      benchmark::Counter(double(problem().G.getNumOps()),
+                         benchmark::Counter::kIsIterationInvariantRate);
+  State.counters["placements/s"] = benchmark::Counter(
+      1, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void BM_SimGraphBuild(benchmark::State &State) {
+  Problem &P = problem();
+  for (auto _ : State) {
+    llvm::Expected<SimGraph> SG = SimGraph::build(P.G, P.C);
+    benchmark::DoNotOptimize(SG->getNumOps());
+  }
+}
+
+void BM_SimulateSingle(benchmark::State &State) {
+  Problem &P = problem();
+  Simulator Sim(*P.SG);
+  SimResult R;
+  std::vector<uint32_t> Placement(P.G.getNumOps(), 0);
+  for (auto _ : State) {
+    Sim.run(Placement, R);
+    benchmark::DoNotOptimize(R.StepTime);
+  }
+  setRates(State);
+}
+
+void BM_SimulateStages(benchmark::State &State) {
+  Problem &P = problem();
+  Simulator Sim(*P.SG);
+  SimResult R;
+  for (auto _ : State) {
+    Sim.run(P.Stages, R);
+    benchmark::DoNotOptimize(R.StepTime);
+  }
+  setRates(State);
+}
+
+void BM_SimulateRandom(benchmark::State &State) {
+  Problem &P = problem();
+  Simulator Sim(*P.SG);
+  SimResult R;
+  size_t I = 0;
+  for (auto _ : State) {
+    Sim.run(P.Random[I++ % P.Random.size()], R);
+    benchmark::DoNotOptimize(R.StepTime);
+  }
+  setRates(State);
+}
+
+/// Prints the usual table, then simulated ops/s against the target.
+class RateReporter : public benchmark::ConsoleReporter {
+public:
+  void ReportRuns(const std::vector<Run> &Runs) override {
+    ConsoleReporter::ReportRuns(Runs);
+    for (const Run &R : Runs) {
+      bool Median =
+          R.run_type == Run::RT_Aggregate && R.aggregate_name == "median";
+      if (!R.error_occurred && (R.run_type == Run::RT_Iteration || Median))
+        Seconds[R.run_name.function_name] =
+            R.real_accumulated_time / double(R.iterations);
+    }
+  }
+  void Finalize() override {
+    ConsoleReporter::Finalize();
+    Problem &P = problem();
+    std::printf("\ngraph: %s training step, %zu ops; cluster %s\n",
+                P.G.getName().str().c_str(), P.G.getNumOps(),
+                P.C.getName().str().c_str());
+    for (const char *Name :
+         {"BM_SimulateSingle", "BM_SimulateStages", "BM_SimulateRandom"}) {
+      auto It = Seconds.find(Name);
+      if (It == Seconds.end())
+        continue;
+      double OpsPerSecond = P.G.getNumOps() / It->second;
+      std::printf("%-18s %8.2f M simulated ops/s, %9.0f placements/s, "
+                  "%.2fx the 10 M ops/s target\n",
+                  Name + 3, OpsPerSecond / 1e6, 1 / It->second,
+                  OpsPerSecond / 1e7);
+    }
+  }
+
+private:
+  std::map<std::string, double> Seconds;
+};
+
+} // namespace
+
+int main(int argc, char **argv) {
+  std::vector<char *> Args;
+  for (int I = 0; I != argc; ++I) {
+    if (std::strncmp(argv[I], "--model=", 8) == 0) {
+      ModelPath = argv[I] + 8;
+      continue;
+    }
+    if (std::strncmp(argv[I], "--cluster=", 10) == 0) {
+      ClusterName = argv[I] + 10;
+      continue;
+    }
+    Args.push_back(argv[I]);
+  }
+  int ArgCount = int(Args.size());
+  benchmark::Initialize(&ArgCount, Args.data());
+  problem(); // Prepare outside the timings.
+  benchmark::RegisterBenchmark("BM_SimGraphBuild", BM_SimGraphBuild)
+      ->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("BM_SimulateSingle", BM_SimulateSingle)
+      ->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("BM_SimulateStages", BM_SimulateStages)
+      ->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("BM_SimulateRandom", BM_SimulateRandom)
+      ->Unit(benchmark::kMicrosecond);
+  RateReporter Reporter;
+  benchmark::RunSpecifiedBenchmarks(&Reporter);
+  benchmark::Shutdown();
+  return 0;
+}
