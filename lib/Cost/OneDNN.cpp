@@ -179,20 +179,6 @@ static Optional<memory::data_type> getDnnlType(DTypeKind K) {
   }
 }
 
-static const TensorType *getOperandType(const Graph &G, const Op &O,
-                                        unsigned I) {
-  if (I >= O.Operands.size() || O.Operands[I] == NoId)
-    return nullptr;
-  return &G.getTensor(O.Operands[I]).Type;
-}
-
-static const TensorType *getResultType(const Graph &G, const Op &O,
-                                       unsigned I) {
-  if (I >= O.Results.size() || O.Results[I] == NoId)
-    return nullptr;
-  return &G.getTensor(O.Results[I]).Type;
-}
-
 static memory::dims toDims(ArrayRef<int64_t> D) {
   return memory::dims(D.begin(), D.end());
 }

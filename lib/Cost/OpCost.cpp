@@ -323,19 +323,6 @@ bool isUpdateOp(const Op &O) {
 // Work estimates
 //===----------------------------------------------------------------------===//
 
-static const TensorType *getType(const Graph &G, const Op &O, unsigned I) {
-  if (I >= O.Operands.size() || O.Operands[I] == NoId)
-    return nullptr;
-  return &G.getTensor(O.Operands[I]).Type;
-}
-
-static const TensorType *getResultType(const Graph &G, const Op &O,
-                                       unsigned I) {
-  if (I >= O.Results.size() || O.Results[I] == NoId)
-    return nullptr;
-  return &G.getTensor(O.Results[I]).Type;
-}
-
 static double numElements(const TensorType *T) {
   return T ? double(T->getNumElements().getValueOr(0)) : 0;
 }
@@ -449,7 +436,7 @@ static void estimateGemm(const Graph &G, const Op &O, OpWork &W) {
   }
   // A is operand 0 (QLinearMatMul too); K is its last dimension, or its
   // first for Gemm with transA.
-  const TensorType *A = getType(G, O, 0);
+  const TensorType *A = getOperandType(G, O, 0);
   if (!A || A->getRank() == 0 || !Y) {
     setElementwiseFallback(G, O, W,
                            "malformed " + O.Type + ": treated as elementwise");
@@ -459,16 +446,16 @@ static void estimateGemm(const Graph &G, const Op &O, OpWork &W) {
   if (O.Type == "Gemm" && getIntAttr(O, "transA", 0) && A->getRank() == 2)
     K = double(A->Dims[0]);
   W.Flops = 2 * numElements(Y) * K;
-  if (O.Type == "Gemm" && getType(G, O, 2))
+  if (O.Type == "Gemm" && getOperandType(G, O, 2))
     W.Flops += numElements(Y);
 }
 
 static void estimateConv(const Graph &G, const Op &O, OpWork &W) {
   bool QLinear = O.Type == "QLinearConv";
-  const TensorType *X = getType(G, O, 0);
-  const TensorType *Wt = getType(G, O, QLinear ? 3 : 1);
+  const TensorType *X = getOperandType(G, O, 0);
+  const TensorType *Wt = getOperandType(G, O, QLinear ? 3 : 1);
   const TensorType *B =
-      O.Type == "ConvInteger" ? nullptr : getType(G, O, QLinear ? 8 : 2);
+      O.Type == "ConvInteger" ? nullptr : getOperandType(G, O, QLinear ? 8 : 2);
   const TensorType *Y = getResultType(G, O, 0);
   if (!X || !Wt || !Y || Wt->getRank() < 2) {
     setElementwiseFallback(G, O, W,
@@ -498,9 +485,9 @@ static double getRecurrentCellFlops(StringRef Type) {
 }
 
 static void estimateRecurrent(const Graph &G, const Op &O, OpWork &W) {
-  const TensorType *X = getType(G, O, 0);
-  const TensorType *Wt = getType(G, O, 1);
-  const TensorType *R = getType(G, O, 2);
+  const TensorType *X = getOperandType(G, O, 0);
+  const TensorType *Wt = getOperandType(G, O, 1);
+  const TensorType *R = getOperandType(G, O, 2);
   if (!X || !Wt || !R || X->getRank() != 3 || Wt->getRank() != 3 ||
       R->getRank() != 3) {
     setElementwiseFallback(G, O, W,
@@ -524,7 +511,7 @@ static void estimateRecurrent(const Graph &G, const Op &O, OpWork &W) {
 
 static void estimatePooling(const Graph &G, const Op &O, OpWork &W,
                             double PerElement) {
-  const TensorType *X = getType(G, O, 0);
+  const TensorType *X = getOperandType(G, O, 0);
   if (O.Type.startswith("Global")) {
     W.Flops = PerElement * numElements(X);
     return;
@@ -541,15 +528,15 @@ static void estimateIndexing(const Graph &G, const Op &O, OpWork &W,
   if (O.Type.startswith("Gather")) {
     // Reads the gathered elements and the indices, writes the result.
     W.Flops = 0;
-    W.Bytes = numBytes(getType(G, O, 1)) + 2 * resultBytes(G, O);
+    W.Bytes = numBytes(getOperandType(G, O, 1)) + 2 * resultBytes(G, O);
     return;
   }
   if (O.Type.startswith("Scatter")) {
     bool Reduces = getStringAttr(O, "reduction", "none") != "none";
-    W.Flops = Reduces ? numElements(getType(G, O, 2)) : 0;
+    W.Flops = Reduces ? numElements(getOperandType(G, O, 2)) : 0;
     return;
   }
-  W.Flops = PerElement * numElements(getType(G, O, 0));
+  W.Flops = PerElement * numElements(getOperandType(G, O, 0));
 }
 
 static void estimateDataMovement(const Graph &G, const Op &O, OpWork &W) {
@@ -598,7 +585,7 @@ static void estimateControlFlow(const Graph &G, const Op &O, OpWork &W) {
       if (const Attribute *A = O.Attrs.get("scan_input_axes"))
         if (A->getKind() == AttrKind::Ints && !A->getInts().empty())
           Axis = A->getInts().front();
-      const TensorType *In = First >= 0 ? getType(G, O, First) : nullptr;
+      const TensorType *In = First >= 0 ? getOperandType(G, O, First) : nullptr;
       if (In && Axis < 0)
         Axis += In->getRank();
       if (In && Axis >= 0 && Axis < int64_t(In->getRank()))
@@ -638,7 +625,7 @@ static void estimateControlFlow(const Graph &G, const Op &O, OpWork &W) {
 static void estimateUpdate(const Graph &G, const Op &O, OpWork &W,
                            double PerElement) {
   // The weight: the first weight operand, else operand 0.
-  const TensorType *Weight = getType(G, O, 0);
+  const TensorType *Weight = getOperandType(G, O, 0);
   for (TensorId T : O.Operands)
     if (T != NoId && G.getTensor(T).Kind == TensorKind::Weight) {
       Weight = &G.getTensor(T).Type;
@@ -668,7 +655,7 @@ OpWork estimateWork(const Graph &G, OpId Id) {
   }
   W.Kind = Info->Kind;
   W.Bytes = operandBytes(G, O) + resultBytes(G, O);
-  const TensorType *X = getType(G, O, 0);
+  const TensorType *X = getOperandType(G, O, 0);
   switch (Info->Kind) {
   case OpCostKind::Gemm:
     estimateGemm(G, O, W);

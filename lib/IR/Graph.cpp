@@ -100,6 +100,18 @@ OpId Graph::addOp(StringRef N, StringRef Domain, StringRef Type,
   return Id;
 }
 
+const TensorType *getOperandType(const Graph &G, const Op &O, unsigned I) {
+  if (I >= O.Operands.size() || O.Operands[I] == NoId)
+    return nullptr;
+  return &G.getTensor(O.Operands[I]).Type;
+}
+
+const TensorType *getResultType(const Graph &G, const Op &O, unsigned I) {
+  if (I >= O.Results.size() || O.Results[I] == NoId)
+    return nullptr;
+  return &G.getTensor(O.Results[I]).Type;
+}
+
 std::string Graph::getQualifiedType(OpId O) const {
   const Op &Node = Ops[O];
   if (Node.Domain.empty())

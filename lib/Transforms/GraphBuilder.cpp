@@ -33,12 +33,10 @@ int64_t getONNXOpsetVersion(const Graph &G, int64_t Default) {
 OpBuilder::OpBuilder(Graph &G, const Graph *Reserved)
     : G(G), Reserved(Reserved), Opset(getONNXOpsetVersion(G)) {}
 
-std::string OpBuilder::makeOpName(const Twine &Base) const {
+/// \p Base, or the first of "<Base>.1", "<Base>.2", ... that \p IsFree.
+static std::string makeUniqueName(const Twine &Base,
+                                  function_ref<bool(StringRef)> IsFree) {
   std::string Name = Base.str();
-  auto IsFree = [&](StringRef N) {
-    return G.lookupOp(N) == NoId &&
-           (!Reserved || Reserved->lookupOp(N) == NoId);
-  };
   if (IsFree(Name))
     return Name;
   for (unsigned I = 1;; ++I) {
@@ -48,19 +46,18 @@ std::string OpBuilder::makeOpName(const Twine &Base) const {
   }
 }
 
+std::string OpBuilder::makeOpName(const Twine &Base) const {
+  return makeUniqueName(Base, [&](StringRef N) {
+    return G.lookupOp(N) == NoId &&
+           (!Reserved || Reserved->lookupOp(N) == NoId);
+  });
+}
+
 std::string OpBuilder::makeTensorName(const Twine &Base) const {
-  std::string Name = Base.str();
-  auto IsFree = [&](StringRef N) {
+  return makeUniqueName(Base, [&](StringRef N) {
     return G.lookupTensor(N) == NoId &&
            (!Reserved || Reserved->lookupTensor(N) == NoId);
-  };
-  if (IsFree(Name))
-    return Name;
-  for (unsigned I = 1;; ++I) {
-    std::string Candidate = Name + "." + std::to_string(I);
-    if (IsFree(Candidate))
-      return Candidate;
-  }
+  });
 }
 
 OpId OpBuilder::create(const Twine &Name, StringRef Domain, StringRef Type,

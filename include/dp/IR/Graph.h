@@ -225,6 +225,12 @@ private:
   std::unique_ptr<StringStorage> Strings;
 };
 
+/// The type of operand \p I of \p O, or null when \p O has no such operand
+/// or it is absent.
+const TensorType *getOperandType(const Graph &G, const Op &O, unsigned I);
+/// The type of result \p I of \p O, or null likewise.
+const TensorType *getResultType(const Graph &G, const Op &O, unsigned I);
+
 } // namespace dp
 
 #endif // DP_IR_GRAPH_H
