@@ -42,6 +42,14 @@ void printPassNames(raw_ostream &OS) {
     OS << "  " << format("%-32s", Head.c_str()) << ' ' << P.Description
        << '\n';
   }
+  OS << "\nPlacers (place{algo=NAME,...}):\n";
+  for (const PlacerInfo &P : getPlacers()) {
+    std::string Head = P.Name.str();
+    if (!P.Params.empty())
+      Head += "{" + P.Params.str() + "}";
+    OS << "  " << format("%-32s", Head.c_str()) << ' ' << P.Description
+       << '\n';
+  }
 }
 
 static bool isPassNameChar(char C) {

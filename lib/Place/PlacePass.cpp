@@ -5,12 +5,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "dp/Place/PlacePass.h"
-#include "dp/Cluster/Cluster.h"
-#include "dp/Sim/Simulator.h"
+#include "Placers.h"
 #include "dp/Support/Diagnostics.h"
-#include "dp/Support/Format.h"
 
-#include "llvm/Support/Timer.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #include <chrono>
 
@@ -18,100 +17,116 @@ using namespace llvm;
 
 namespace dp {
 
-static void setPlacement(Graph &G, const Cluster &C,
-                         ArrayRef<uint32_t> Placement) {
-  for (OpId O = 0, E = G.getNumOps(); O != E; ++O)
-    G.getOp(O).Annotations.set(
-        "device", Attribute::getString(C.getDevices()[Placement[O]].Name));
+ArrayRef<PlacerInfo> getPlacers() {
+  static const PlacerInfo Placers[] = {
+#define PLACER(NAME, FUNCTION, PARAMS, DESCRIPTION)                          \
+  {NAME, FUNCTION, PARAMS, DESCRIPTION},
+#include "Placers.def"
+  };
+  return Placers;
 }
 
-/// Every op on one device: \p Forced if given, else the fastest device on
-/// which the simulated step fits in memory.
-static Expected<std::vector<uint32_t>>
-placeSingle(const SimGraph &SG, const Cluster &C, StringRef Forced) {
-  unsigned N = SG.getNumOps();
-  if (!Forced.empty()) {
-    int Dev = C.lookupDevice(Forced);
-    if (Dev < 0)
-      return makeError("place: cluster '" + C.getName() +
-                       "' has no device '" + Forced + "'");
-    return std::vector<uint32_t>(N, uint32_t(Dev));
-  }
-  Simulator Sim(SG);
-  SimResult R;
-  int Best = -1, Fastest = -1;
-  double BestTime = 0, FastestTime = 0;
-  uint64_t FastestOver = 0;
-  std::vector<uint32_t> Placement(N);
-  for (unsigned Dev = 0, E = C.getNumDevices(); Dev != E; ++Dev) {
-    std::fill(Placement.begin(), Placement.end(), Dev);
-    Sim.run(Placement, R);
-    if (Fastest < 0 || R.StepTime < FastestTime) {
-      Fastest = Dev;
-      FastestTime = R.StepTime;
-      FastestOver = R.OOM ? R.PeakBytes[Dev] - C.getDeviceType(Dev).MemoryBytes
-                          : 0;
-    }
-    if (R.OOM || (Best >= 0 && R.StepTime >= BestTime))
-      continue;
-    Best = Dev;
-    BestTime = R.StepTime;
-  }
-  if (Best < 0)
-    return makeError(
-        "place{algo=single}: no single device can hold the step; on '" +
-        C.getDevices()[Fastest].Name + "', the fastest, it needs " +
-        formatBytes(FastestOver) + " more than its " +
-        formatBytes(C.getDeviceType(Fastest).MemoryBytes) +
-        " (place{algo=single,device=NAME} places it there anyway)");
-  return std::vector<uint32_t>(N, uint32_t(Best));
+const PlacerInfo *lookupPlacer(StringRef Name) {
+  for (const PlacerInfo &P : getPlacers())
+    if (P.Name == Name)
+      return &P;
+  return nullptr;
+}
+
+/// The option names in a Params string such as "device=NAME,groups=N".
+static SmallVector<StringRef, 4> getParamNames(StringRef Params) {
+  SmallVector<StringRef, 4> Items, Names;
+  Params.split(Items, ',', -1, /*KeepEmpty=*/false);
+  for (StringRef Item : Items)
+    Names.push_back(Item.split('=').first.trim());
+  return Names;
 }
 
 Error PlacePass::run(Graph &G, PassContext &Ctx) {
   if (!Ctx.TheCluster)
     return makeError("place needs a cluster: pass -cluster=<preset|file>");
   const Cluster &C = *Ctx.TheCluster;
+  const PlacerInfo *Placer = lookupPlacer(Opts.Algo);
+  assert(Placer && "parseOptions accepts known placers only");
   auto Start = std::chrono::steady_clock::now();
-  Expected<SimGraph> SG = SimGraph::build(G, C);
-  if (!SG)
-    return SG.takeError();
-  Expected<std::vector<uint32_t>> Placement =
-      placeSingle(*SG, C, Opts.Device);
-  if (!Placement)
-    return Placement.takeError();
-  double Seconds = std::chrono::duration<double>(
-                       std::chrono::steady_clock::now() - Start)
-                       .count();
-  setPlacement(G, C, *Placement);
+  Expected<PlacementProblem> P = PlacementProblem::build(G, C);
+  if (!P)
+    return P.takeError();
+  PlaceOptions Run = Opts;
+  Run.Seed = Ctx.Seed;
+  Expected<std::vector<uint32_t>> Units = Placer->Run(*P, Run);
+  if (!Units)
+    return Units.takeError();
+  assert(Units->size() == P->getNumUnits() && "a device per unit");
+  std::vector<uint32_t> Placement = P->expand(*Units);
+  Ctx.SearchSeconds = std::chrono::duration<double>(
+                          std::chrono::steady_clock::now() - Start)
+                          .count();
+  for (OpId O = 0, E = G.getNumOps(); O != E; ++O)
+    G.getOp(O).Annotations.set(
+        "device", Attribute::getString(C.getDevices()[Placement[O]].Name));
   G.getAnnotations().set("placer", Attribute::getString(Opts.Algo));
-  Ctx.SearchSeconds = Seconds;
   return Error::success();
 }
 
 void PlacePass::printPipeline(raw_ostream &OS) const {
   OS << name() << "{algo=" << Opts.Algo;
-  if (!Opts.Device.empty())
-    OS << ",device=" << Opts.Device;
+  if (Opts.Seconds > 0)
+    OS << ",seconds=" << formatv("{0}", Opts.Seconds);
+  if (Opts.Evaluations)
+    OS << ",evals=" << Opts.Evaluations;
+  for (const auto &[Key, Value] : Opts.Extra)
+    OS << ',' << Key << '=' << Value;
   OS << '}';
 }
 
 Expected<PlaceOptions>
 PlacePass::parseOptions(ArrayRef<std::pair<std::string, std::string>> KVs) {
   PlaceOptions Opts;
+  std::vector<std::pair<std::string, std::string>> Rest;
   for (const auto &[Key, Value] : KVs) {
     if (Key == "algo") {
-      if (Value != "single")
+      if (!lookupPlacer(Value)) {
+        std::string Names;
+        for (const PlacerInfo &P : getPlacers())
+          Names += (Names.empty() ? "" : ", ") + P.Name.str();
         return makeError("place: unknown algo '" + Value +
-                         "' (available: single)");
+                         "' (available: " + Names + ")");
+      }
       Opts.Algo = Value;
       continue;
     }
-    if (Key == "device") {
-      Opts.Device = Value;
+    if (Key == "seconds") {
+      double S;
+      if (!to_float(Value, S) || !(S > 0))
+        return makeError("place: seconds must be a positive number, not '" +
+                         Value + "'");
+      Opts.Seconds = S;
       continue;
     }
-    return makeError("place: unknown option '" + Key +
-                     "' (expected algo=NAME or device=NAME)");
+    if (Key == "evals") {
+      uint64_t N;
+      if (!to_integer(StringRef(Value), N, 10) || N == 0)
+        return makeError("place: evals must be a positive integer, not '" +
+                         Value + "'");
+      Opts.Evaluations = N;
+      continue;
+    }
+    Rest.emplace_back(Key, Value);
+  }
+  // The placer's own options, checked once the placer is known.
+  const PlacerInfo *Placer = lookupPlacer(Opts.Algo);
+  SmallVector<StringRef, 4> Known = getParamNames(Placer->Params);
+  for (const auto &[Key, Value] : Rest) {
+    if (!is_contained(Known, Key))
+      return makeError("place: unknown option '" + Key + "' for algo=" +
+                       Opts.Algo +
+                       (Placer->Params.empty()
+                            ? Twine(" (it takes none besides seconds= and "
+                                    "evals=)")
+                            : " (expected algo=, seconds=, evals= or " +
+                                  Placer->Params + ")"));
+    Opts.Extra.emplace_back(Key, Value);
   }
   return Opts;
 }

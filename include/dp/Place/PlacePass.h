@@ -5,12 +5,11 @@
 //===----------------------------------------------------------------------===//
 ///
 /// \file
-/// `place{algo=...}` chooses a device for every op and records it in the
-/// op's `device` annotation, with the graph annotation `placer`; the search
-/// time goes to PassContext::SearchSeconds. Placers:
-///
-///   single   every op on one device: the fastest device whose memory
-///            holds the whole step (simulated); `device=NAME` forces one.
+/// `place{algo=NAME,seconds=S,evals=N,<placer options>}` runs a placer of
+/// lib/Place/Placers.def on the graph's units (dp/Place/Placer.h) and
+/// records each op's device in its `device` annotation, with the graph
+/// annotation `placer`; the search time goes to PassContext::SearchSeconds
+/// (wall time stays out of the IR). The seed is dp-opt's -seed.
 ///
 //===----------------------------------------------------------------------===//
 
@@ -18,6 +17,7 @@
 #define DP_PLACE_PLACEPASS_H
 
 #include "dp/IR/PassManager.h"
+#include "dp/Place/Placer.h"
 
 #include <string>
 #include <utility>
@@ -25,11 +25,6 @@
 
 namespace dp {
 
-struct PlaceOptions {
-  std::string Algo = "single";
-  /// single: the device to use instead of choosing one.
-  std::string Device;
-};
 
 class PlacePass {
 public:

@@ -1,0 +1,222 @@
+//===- PlacementProblem.cpp - What placers work on ------------------------===//
+//
+// Part of the dp project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dp/Place/Placer.h"
+#include "dp/Support/Diagnostics.h"
+#include "dp/Support/Format.h"
+
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/EquivalenceClasses.h"
+
+#include <algorithm>
+#include <queue>
+
+using namespace llvm;
+
+namespace dp {
+
+/// Dense unit ids in order of each unit's first op: from `group`
+/// annotations when every op has one, else from colocate hints.
+static std::vector<uint32_t> computeUnits(const Graph &G) {
+  unsigned N = G.getNumOps();
+  std::vector<uint32_t> Key(N);
+  bool AllGrouped = N > 0;
+  for (OpId O = 0; O != N && AllGrouped; ++O) {
+    const Attribute *A = G.getOp(O).Annotations.get("group");
+    if (!A || A->getKind() != AttrKind::Int) {
+      AllGrouped = false;
+      break;
+    }
+  }
+  if (AllGrouped) {
+    DenseMap<int64_t, uint32_t> Dense;
+    for (OpId O = 0; O != N; ++O) {
+      int64_t Group = G.getOp(O).Annotations.get("group")->getInt();
+      Key[O] = Dense.try_emplace(Group, Dense.size()).first->second;
+    }
+    return Key;
+  }
+  // Union-find over colocate hints; the leader of each class is its first
+  // op, so numbering by leader follows graph order.
+  std::vector<uint32_t> Parent(N);
+  for (OpId O = 0; O != N; ++O)
+    Parent[O] = O;
+  auto Find = [&](uint32_t X) {
+    while (Parent[X] != X)
+      X = Parent[X] = Parent[Parent[X]];
+    return X;
+  };
+  for (OpId O = 0; O != N; ++O) {
+    const Attribute *A = G.getOp(O).Annotations.get("colocate");
+    if (!A || A->getKind() != AttrKind::String)
+      continue;
+    OpId Other = G.lookupOp(A->getString());
+    if (Other == NoId)
+      continue;
+    uint32_t RA = Find(O), RB = Find(Other);
+    if (RA != RB)
+      Parent[std::max(RA, RB)] = std::min(RA, RB);
+  }
+  DenseMap<uint32_t, uint32_t> Dense;
+  for (OpId O = 0; O != N; ++O)
+    Key[O] = Dense.try_emplace(Find(O), Dense.size()).first->second;
+  return Key;
+}
+
+Expected<PlacementProblem> PlacementProblem::build(const Graph &G,
+                                                   const Cluster &C) {
+  Expected<SimGraph> SG = SimGraph::build(G, C);
+  if (!SG)
+    return SG.takeError();
+  PlacementProblem P;
+  P.G = &G;
+  P.C = &C;
+  P.SG = std::make_unique<SimGraph>(std::move(*SG));
+  P.Sim = std::make_unique<Simulator>(*P.SG);
+  P.Result = std::make_unique<SimResult>();
+  P.Scratch = std::make_unique<std::vector<uint32_t>>(G.getNumOps());
+
+  unsigned N = G.getNumOps(), D = C.getNumDevices();
+  P.UnitOf = computeUnits(G);
+  unsigned U = 0;
+  for (uint32_t Unit : P.UnitOf)
+    U = std::max(U, Unit + 1);
+  P.UnitOpsBegin.assign(U + 1, 0);
+  for (uint32_t Unit : P.UnitOf)
+    ++P.UnitOpsBegin[Unit + 1];
+  for (unsigned I = 0; I != U; ++I)
+    P.UnitOpsBegin[I + 1] += P.UnitOpsBegin[I];
+  P.UnitOps.resize(N);
+  std::vector<uint32_t> Fill(P.UnitOpsBegin.begin(), P.UnitOpsBegin.end() - 1);
+  for (OpId O = 0; O != N; ++O)
+    P.UnitOps[Fill[P.UnitOf[O]]++] = O;
+
+  P.UnitTime.assign(size_t(U) * D, 0.0);
+  P.UnitMemory.assign(U, 0);
+  for (OpId O = 0; O != N; ++O) {
+    unsigned Unit = P.UnitOf[O];
+    for (unsigned Dev = 0; Dev != D; ++Dev)
+      P.UnitTime[size_t(Unit) * D + Dev] += P.SG->getTime(O, Dev);
+    const Op &Node = G.getOp(O);
+    if (const Attribute *A = Node.Annotations.get("persistent_bytes"))
+      if (A->getKind() == AttrKind::Int && A->getInt() > 0)
+        P.UnitMemory[Unit] += uint64_t(A->getInt());
+    for (TensorId T : Node.Results)
+      if (T != NoId)
+        P.UnitMemory[Unit] +=
+            G.getTensor(T).Type.getSizeInBytes().getValueOr(0);
+  }
+
+  // Edges: from the unit that holds a tensor first (its producer, or for
+  // weights and inputs its first reader) to every other unit reading it.
+  DenseMap<uint64_t, uint64_t> EdgeBytes;
+  for (TensorId T = 0, E = G.getNumTensors(); T != E; ++T) {
+    const Tensor &Tn = G.getTensor(T);
+    if (Tn.Uses.empty())
+      continue;
+    uint64_t Bytes = Tn.Type.getSizeInBytes().getValueOr(0);
+    unsigned From = Tn.Producer != NoId ? P.UnitOf[Tn.Producer]
+                                        : P.UnitOf[Tn.Uses.front().User];
+    if (Tn.Producer == NoId)
+      P.UnitMemory[From] += Bytes;
+    SmallVector<uint32_t, 4> Seen;
+    for (const Use &Us : Tn.Uses) {
+      unsigned To = P.UnitOf[Us.User];
+      if (To == From || is_contained(Seen, To))
+        continue;
+      Seen.push_back(To);
+      EdgeBytes[(uint64_t(From) << 32) | To] += Bytes;
+    }
+  }
+  for (const auto &KV : EdgeBytes)
+    P.Edges.push_back(UnitEdge{uint32_t(KV.first >> 32),
+                               uint32_t(KV.first & 0xffffffffu), KV.second});
+  llvm::sort(P.Edges, [](const UnitEdge &A, const UnitEdge &B) {
+    return A.From != B.From ? A.From < B.From : A.To < B.To;
+  });
+
+  // Topological order of units; units are numbered by first op, so the
+  // smallest ready unit keeps graph order, and a cycle among groups is
+  // broken at its smallest unit.
+  std::vector<unsigned> Pending(U, 0);
+  std::vector<std::vector<uint32_t>> Succ(U);
+  for (const UnitEdge &E : P.Edges) {
+    Succ[E.From].push_back(E.To);
+    ++Pending[E.To];
+  }
+  std::priority_queue<uint32_t, std::vector<uint32_t>, std::greater<uint32_t>>
+      Ready;
+  std::vector<bool> Done(U, false);
+  for (unsigned I = 0; I != U; ++I)
+    if (!Pending[I])
+      Ready.push(I);
+  unsigned NextCycleBreak = 0;
+  while (P.TopoOrder.size() != U) {
+    if (Ready.empty()) {
+      while (Done[NextCycleBreak])
+        ++NextCycleBreak;
+      Pending[NextCycleBreak] = 0;
+      Ready.push(NextCycleBreak);
+    }
+    uint32_t X = Ready.top();
+    Ready.pop();
+    if (Done[X])
+      continue;
+    Done[X] = true;
+    P.TopoOrder.push_back(X);
+    for (uint32_t Y : Succ[X])
+      if (!Done[Y] && Pending[Y] && --Pending[Y] == 0)
+        Ready.push(Y);
+  }
+  return std::move(P);
+}
+
+std::string PlacementProblem::describeUnit(unsigned U) const {
+  ArrayRef<uint32_t> Ops = getUnitOps(U);
+  std::string First = G->getOp(Ops.front()).Name.str();
+  if (Ops.size() == 1)
+    return "op '" + First + "'";
+  return "group " + std::to_string(U) + " ('" + First + "' and " +
+         std::to_string(Ops.size() - 1) + " more ops)";
+}
+
+std::vector<uint32_t>
+PlacementProblem::expand(ArrayRef<uint32_t> UnitPlacement) const {
+  assert(UnitPlacement.size() == getNumUnits() && "one device per unit");
+  std::vector<uint32_t> Ops(UnitOf.size());
+  for (size_t O = 0, E = UnitOf.size(); O != E; ++O)
+    Ops[O] = UnitPlacement[UnitOf[O]];
+  return Ops;
+}
+
+const SimResult &
+PlacementProblem::simulate(ArrayRef<uint32_t> UnitPlacement) const {
+  assert(UnitPlacement.size() == getNumUnits() && "one device per unit");
+  std::vector<uint32_t> &Ops = *Scratch;
+  for (size_t O = 0, E = UnitOf.size(); O != E; ++O)
+    Ops[O] = UnitPlacement[UnitOf[O]];
+  Sim->run(Ops, *Result);
+  return *Result;
+}
+
+StringRef PlaceOptions::get(StringRef Key, StringRef Default) const {
+  for (const auto &[K, V] : Extra)
+    if (K == Key)
+      return V;
+  return Default;
+}
+
+Error makeNoFitError(const PlacementProblem &P, StringRef Algo, unsigned Unit,
+                     uint64_t LargestFree, unsigned RoomiestDevice) {
+  return makeNodeError(
+      P.getGraph().getOp(P.getUnitOps(Unit).front()).Name,
+      "place{algo=" + Algo + "}: no device can hold " + P.describeUnit(Unit) +
+          ": it needs " + formatBytes(P.getUnitMemory(Unit)) +
+          ", and at most " + formatBytes(LargestFree) + " is free (on " +
+          P.getCluster().getDevices()[RoomiestDevice].Name + ")");
+}
+
+} // namespace dp
