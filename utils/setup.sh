@@ -21,6 +21,8 @@ packages=(
   libonnx-dev libprotobuf-dev protobuf-compiler
   # oneDNN: cost-annotate{source=onednn} measures ops on this CPU
   libdnnl-dev
+  # graph partitioning and the LP solver of the placers
+  libmetis-dev libscotch-dev libglpk-dev
   # unit tests and benchmarks
   libgtest-dev libbenchmark-dev
 )
