@@ -219,4 +219,43 @@ Error makeNoFitError(const PlacementProblem &P, StringRef Algo, unsigned Unit,
           P.getCluster().getDevices()[RoomiestDevice].Name + ")");
 }
 
+/// The no-fit error for a placement the simulator found out of memory:
+/// the largest unit on the device that overflows most, and the most a
+/// device could have free for it (capacity minus the simulated peak, on
+/// its own device not counting the unit's own bytes).
+Error makeNoFitErrorFromSim(const PlacementProblem &P, StringRef Algo,
+                            ArrayRef<uint32_t> Placement, const SimResult &R) {
+  unsigned D = P.getNumDevices();
+  unsigned Worst = R.OOMDevice;
+  uint64_t WorstOver = 0;
+  for (unsigned Dev = 0; Dev != D; ++Dev) {
+    uint64_t Cap = P.getDeviceCapacity(Dev);
+    if (R.PeakBytes[Dev] > Cap && R.PeakBytes[Dev] - Cap > WorstOver) {
+      Worst = Dev;
+      WorstOver = R.PeakBytes[Dev] - Cap;
+    }
+  }
+  int Largest = -1;
+  for (unsigned U = 0, E = P.getNumUnits(); U != E; ++U)
+    if (Placement[U] == Worst &&
+        (Largest < 0 || P.getUnitMemory(U) > P.getUnitMemory(Largest)))
+      Largest = U;
+  assert(Largest >= 0 && "an overflowing device holds a unit");
+  uint64_t Need = P.getUnitMemory(Largest);
+  uint64_t BestFree = 0;
+  unsigned Roomiest = Worst;
+  for (unsigned Dev = 0; Dev != D; ++Dev) {
+    uint64_t Cap = P.getDeviceCapacity(Dev);
+    uint64_t Used = R.PeakBytes[Dev];
+    if (Dev == Worst)
+      Used -= std::min(Used, Need);
+    uint64_t Free = Cap - std::min(Cap, Used);
+    if (Free > BestFree || (Free == BestFree && Dev == Worst)) {
+      BestFree = Free;
+      Roomiest = Dev;
+    }
+  }
+  return makeNoFitError(P, Algo, Largest, BestFree, Roomiest);
+}
+
 } // namespace dp

@@ -75,8 +75,7 @@ static cl::opt<bool> VerifyEach("verify-each",
 static cl::opt<bool> TimePasses("time-passes",
                                 cl::desc("Report the time of each pass"),
                                 cl::cat(DpCategory));
-static cl::opt<uint64_t> Seed("seed",
-                              cl::desc("Seed for randomized passes"),
+static cl::opt<uint64_t> Seed("seed", cl::desc("Seed for randomized passes"),
                               cl::init(0), cl::cat(DpCategory));
 static cl::opt<std::string>
     ClusterSpec("cluster",
@@ -105,6 +104,8 @@ namespace {
 /// One -<pass>[=options] flag per registered pass.
 struct PassFlag {
   const PassInfo *Info;
+  /// cl::desc keeps a StringRef: the text must live as long as the flag.
+  std::unique_ptr<std::string> Description;
   std::unique_ptr<cl::list<std::string>> Flag;
 };
 } // namespace
@@ -112,11 +113,13 @@ struct PassFlag {
 static std::vector<PassFlag> makePassFlags() {
   std::vector<PassFlag> Flags;
   for (const PassInfo &P : getRegisteredPasses()) {
+    auto Description = std::make_unique<std::string>(
+        ("Run " + P.Name + ": " + P.Description).str());
     auto Flag = std::make_unique<cl::list<std::string>>(
-        P.Name, cl::desc(("Run " + P.Name + ": " + P.Description).str()),
+        P.Name, cl::desc(*Description),
         cl::value_desc(P.Params.empty() ? "" : P.Params), cl::ValueOptional,
         cl::ZeroOrMore, cl::cat(DpCategory));
-    Flags.push_back({&P, std::move(Flag)});
+    Flags.push_back({&P, std::move(Description), std::move(Flag)});
   }
   return Flags;
 }
@@ -204,8 +207,8 @@ int main(int argc, char **argv) {
       MemoryBuffer::getFileOrSTDIN(InputFilename, /*IsText=*/false,
                                    /*RequiresNullTerminator=*/false);
   if (std::error_code EC = BufOrErr.getError())
-    return fail(DisplayName, makeError("cannot read the input: " +
-                                       EC.message()));
+    return fail(DisplayName,
+                makeError("cannot read the input: " + EC.message()));
   std::unique_ptr<MemoryBuffer> Input = std::move(*BufOrErr);
   MemoryBufferRef InputRef(Input->getBuffer(), DisplayName);
 
@@ -214,8 +217,8 @@ int main(int argc, char **argv) {
   Graph G;
   StringRef Bytes = Input->getBuffer();
   if (isBytecode(Bytes) || looksLikeGraphText(Bytes)) {
-    Expected<Graph> Parsed = isBytecode(Bytes) ? readBytecode(InputRef)
-                                               : parseGraph(InputRef);
+    Expected<Graph> Parsed =
+        isBytecode(Bytes) ? readBytecode(InputRef) : parseGraph(InputRef);
     if (!Parsed)
       return fail(DisplayName, Parsed.takeError());
     G = std::move(*Parsed);
@@ -227,8 +230,7 @@ int main(int argc, char **argv) {
                              : parsePipelineText(PipelineText);
     if (!Elements)
       return fail("", Elements.takeError());
-    if (Elements->empty() ||
-        Elements->front().Name != ImportONNXPass::name())
+    if (Elements->empty() || Elements->front().Name != ImportONNXPass::name())
       PipelineText = PipelineText.empty()
                          ? ImportONNXPass::name().str()
                          : (ImportONNXPass::name() + "," + PipelineText).str();
@@ -278,8 +280,8 @@ int main(int argc, char **argv) {
   ToolOutputFile Out(OutputFilename, EC,
                      OutputText ? sys::fs::OF_Text : sys::fs::OF_None);
   if (EC)
-    return fail(OutputFilename, makeError("cannot open the output: " +
-                                          EC.message()));
+    return fail(OutputFilename,
+                makeError("cannot open the output: " + EC.message()));
   if (OutputText) {
     printGraph(Out.os(), G);
   } else {

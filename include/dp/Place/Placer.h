@@ -144,6 +144,14 @@ llvm::Error makeNoFitError(const PlacementProblem &P, llvm::StringRef Algo,
                            unsigned Unit, uint64_t LargestFree,
                            unsigned RoomiestDevice);
 
+/// makeNoFitError for a unit placement \p Placement that the simulator
+/// (\p R) found out of memory: names the largest unit on the device that
+/// overflows most, and the most any device could have free for it.
+llvm::Error makeNoFitErrorFromSim(const PlacementProblem &P,
+                                  llvm::StringRef Algo,
+                                  llvm::ArrayRef<uint32_t> Placement,
+                                  const SimResult &R);
+
 } // namespace dp
 
 #endif // DP_PLACE_PLACER_H

@@ -1,0 +1,369 @@
+//===- AnnealPlacer.cpp - Simulated annealing over unit moves -------------===//
+//
+// Part of the dp project.
+//
+//===----------------------------------------------------------------------===//
+///
+/// \file
+/// Local search scored by the simulator: start from the fastest placement
+/// that fits among those of every other placer, then move units (alone or
+/// as a run of consecutive units) to other devices and swap the devices of
+/// two units, accepting a worse step time with the Metropolis probability
+/// of a geometrically cooling temperature. The best placement seen is
+/// returned, so the result is never slower than its seed. docs/placers.md
+/// states the neighbourhood and the schedule.
+///
+//===----------------------------------------------------------------------===//
+
+#include "Placers.h"
+#include "dp/Support/Diagnostics.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <random>
+
+using namespace llvm;
+
+namespace dp {
+
+namespace {
+/// A unit's device before a move, to undo it.
+struct UnitMove {
+  uint32_t Unit, From;
+};
+
+/// The annealing state: the current placement, per unit and per op (what
+/// the simulator reads), and the moves of the step being tried.
+class AnnealState {
+public:
+  AnnealState(const PlacementProblem &P, ArrayRef<uint32_t> Start)
+      : P(P), Sim(P.getSimGraph()), Units(Start.begin(), Start.end()),
+        Ops(P.expand(Start)) {}
+
+  const PlacementProblem &P;
+  Simulator Sim;
+  SimResult R;
+  std::vector<uint32_t> Units, Ops;
+  SmallVector<UnitMove, 64> Trial;
+
+  void move(uint32_t U, uint32_t Dev) {
+    Trial.push_back({U, Units[U]});
+    set(U, Dev);
+  }
+  void undo() {
+    for (const UnitMove &M : reverse(Trial))
+      set(M.Unit, M.From);
+    Trial.clear();
+  }
+  const SimResult &simulate(bool Record = false) {
+    Sim.run(Ops, R, Record);
+    return R;
+  }
+
+private:
+  void set(uint32_t U, uint32_t Dev) {
+    Units[U] = Dev;
+    for (uint32_t O : P.getUnitOps(U))
+      Ops[O] = Dev;
+  }
+};
+} // namespace
+
+static constexpr StringLiteral Algo = "anneal";
+
+/// Temperature at the start and at the end of the budget, relative to the
+/// current step time: a move 0.3 % slower is accepted with probability
+/// 1/e at first, one 0.001 % slower at the end. (Hotter starts did worse
+/// on the bundled models: the seeds are good, and the budget is short.)
+static constexpr double StartTemperature = 3e-3, EndTemperature = 1e-5;
+
+/// Bytes over capacity summed over devices, each relative to its capacity.
+static double getRelativeOverflow(const PlacementProblem &P,
+                                  const SimResult &R) {
+  double Over = 0;
+  for (unsigned Dev = 0, E = P.getNumDevices(); Dev != E; ++Dev) {
+    uint64_t Cap = P.getDeviceCapacity(Dev);
+    if (R.PeakBytes[Dev] > Cap)
+      Over += double(R.PeakBytes[Dev] - Cap) / double(Cap);
+  }
+  return Over;
+}
+
+/// What the search minimizes: the step time, multiplied up by how far the
+/// step overflows device memory (only while no placement fits).
+static double getCost(const PlacementProblem &P, const SimResult &R) {
+  if (!R.OOM)
+    return R.StepTime;
+  return R.StepTime * (1 + 10 * getRelativeOverflow(P, R));
+}
+
+/// The placers that seed the search: `seeds=A:B:...`, or every other one.
+static Expected<SmallVector<const PlacerInfo *, 8>>
+getSeedPlacers(const PlaceOptions &Opts) {
+  SmallVector<const PlacerInfo *, 8> Seeds;
+  StringRef List = Opts.get("seeds");
+  if (List.empty()) {
+    for (const PlacerInfo &Info : getPlacers())
+      if (Info.Name != Algo)
+        Seeds.push_back(&Info);
+    return Seeds;
+  }
+  SmallVector<StringRef, 8> Names;
+  List.split(Names, ':', -1, /*KeepEmpty=*/false);
+  for (StringRef Name : Names) {
+    const PlacerInfo *Info = lookupPlacer(Name);
+    if (!Info || Info->Name == Algo) {
+      std::string Known;
+      for (const PlacerInfo &I : getPlacers())
+        if (I.Name != Algo)
+          Known += (Known.empty() ? "" : ", ") + I.Name.str();
+      return makeError("place{algo=anneal}: '" + Name +
+                       "' cannot seed the search (seeds= takes placers "
+                       "separated by ':' among " +
+                       Known + ")");
+    }
+    Seeds.push_back(Info);
+  }
+  return Seeds;
+}
+
+/// Contiguous runs of the topological order over all devices, each with a
+/// share of the static memory estimate proportional to its capacity: the
+/// start when no seed placement fits.
+static std::vector<uint32_t> spreadByMemory(const PlacementProblem &P) {
+  ArrayRef<uint32_t> Order = P.getTopologicalOrder();
+  unsigned D = P.getNumDevices();
+  double Total = 0, Capacity = 0;
+  for (uint32_t U : Order)
+    Total += double(P.getUnitMemory(U));
+  for (unsigned Dev = 0; Dev != D; ++Dev)
+    Capacity += double(P.getDeviceCapacity(Dev));
+  std::vector<uint32_t> Placement(Order.size());
+  unsigned Dev = 0;
+  double Seen = 0, Limit = Total * double(P.getDeviceCapacity(0)) / Capacity;
+  for (uint32_t U : Order) {
+    Seen += double(P.getUnitMemory(U));
+    while (Dev + 1 < D && Seen > Limit) {
+      ++Dev;
+      Limit += Total * double(P.getDeviceCapacity(Dev)) / Capacity;
+    }
+    Placement[U] = Dev;
+  }
+  return Placement;
+}
+
+Expected<std::vector<uint32_t>> placeAnneal(const PlacementProblem &P,
+                                            const PlaceOptions &Opts) {
+  Expected<SmallVector<const PlacerInfo *, 8>> Seeds = getSeedPlacers(Opts);
+  if (!Seeds)
+    return Seeds.takeError();
+  unsigned N = P.getNumUnits(), D = P.getNumDevices();
+
+  // The fastest seed placement that fits; the first one on ties.
+  std::vector<uint32_t> Best;
+  double BestCost = 0;
+  for (const PlacerInfo *Info : *Seeds) {
+    PlaceOptions SeedOpts;
+    SeedOpts.Algo = Info->Name.str();
+    SeedOpts.Seed = Opts.Seed;
+    Expected<std::vector<uint32_t>> Placement = Info->Run(P, SeedOpts);
+    if (!Placement) {
+      consumeError(Placement.takeError());
+      continue;
+    }
+    const SimResult &R = P.simulate(*Placement);
+    if (R.OOM || (!Best.empty() && R.StepTime >= BestCost))
+      continue;
+    Best = std::move(*Placement);
+    BestCost = R.StepTime;
+  }
+  bool Fits = !Best.empty();
+  if (!Fits) {
+    Best = spreadByMemory(P);
+    BestCost = getCost(P, P.simulate(Best));
+  }
+  // Nothing to search: no choice, or a step that takes no time.
+  if (N == 0 || D < 2 || BestCost <= 0) {
+    if (!Fits)
+      return makeNoFitErrorFromSim(P, Algo, Best, P.simulate(Best));
+    return std::move(Best);
+  }
+
+  // Undirected unit neighbours, for moves toward a neighbour's device.
+  std::vector<uint32_t> NbrBegin(N + 1, 0), Nbr;
+  ArrayRef<UnitEdge> Edges = P.getEdges();
+  for (const UnitEdge &E : Edges) {
+    ++NbrBegin[E.From + 1];
+    ++NbrBegin[E.To + 1];
+  }
+  for (unsigned U = 0; U != N; ++U)
+    NbrBegin[U + 1] += NbrBegin[U];
+  Nbr.resize(NbrBegin[N]);
+  {
+    std::vector<uint32_t> Fill(NbrBegin.begin(), NbrBegin.end() - 1);
+    for (const UnitEdge &E : Edges) {
+      Nbr[Fill[E.From]++] = E.To;
+      Nbr[Fill[E.To]++] = E.From;
+    }
+  }
+  ArrayRef<uint32_t> Order = P.getTopologicalOrder();
+  std::vector<uint32_t> Pos(N);
+  for (unsigned I = 0; I != N; ++I)
+    Pos[Order[I]] = I;
+  // Runs of up to this many consecutive units move together.
+  unsigned MaxRun = std::max(2u, N / (2 * D));
+
+  // The budget is the search's: the seed placers had their own.
+  using Clock = std::chrono::steady_clock;
+  auto Start = Clock::now();
+  double Seconds = Opts.Seconds > 0 ? Opts.Seconds : 10;
+  uint64_t MaxEvals = Opts.Evaluations;
+  auto Elapsed = [&] {
+    return std::chrono::duration<double>(Clock::now() - Start).count();
+  };
+  AnnealState S(P, Best);
+  double Cost = BestCost;
+  std::mt19937_64 Rng(Opts.Seed);
+  auto Uniform = [&](uint64_t Bound) {
+    return std::uniform_int_distribution<uint64_t>(0, Bound - 1)(Rng);
+  };
+  std::uniform_real_distribution<double> Unit01(0.0, 1.0);
+  auto OtherDevice = [&](uint32_t Dev) {
+    uint32_t To = Uniform(D - 1);
+    return To >= Dev ? To + 1 : To;
+  };
+
+  // Units holding the ops of the current placement's critical path,
+  // refreshed (a recorded simulation, counted as an evaluation) at most
+  // every RefreshEvery evaluations after the current placement changed.
+  constexpr uint64_t RefreshEvery = 32;
+  std::vector<uint32_t> Critical, CriticalStamp(N, 0);
+  uint32_t Stamp = 0;
+  bool Stale = true;
+  uint64_t Evals = 0, LastRefresh = 0;
+  auto RefreshCritical = [&] {
+    const SimResult &R = S.simulate(/*Record=*/true);
+    ++Evals;
+    LastRefresh = Evals;
+    Stale = false;
+    Critical.clear();
+    ++Stamp;
+    for (uint32_t O : R.CriticalPath) {
+      uint32_t U = P.getUnitOf(O);
+      if (CriticalStamp[U] != Stamp) {
+        CriticalStamp[U] = Stamp;
+        Critical.push_back(U);
+      }
+    }
+  };
+
+  while (true) {
+    if (MaxEvals && Evals >= MaxEvals)
+      break;
+    double Progress =
+        MaxEvals ? double(Evals) / double(MaxEvals) : Elapsed() / Seconds;
+    if (Elapsed() >= Seconds || Progress >= 1)
+      break;
+    double Temperature = StartTemperature *
+                         std::pow(EndTemperature / StartTemperature, Progress);
+    if (Stale && (Evals == 0 || Evals - LastRefresh >= RefreshEvery)) {
+      RefreshCritical();
+      continue;
+    }
+
+    // Pick a unit and a device to send it to.
+    uint32_t U, To;
+    double Pick = Unit01(Rng);
+    if (Pick < 0.4 && !Critical.empty()) {
+      U = Critical[Uniform(Critical.size())];
+      unsigned Degree = NbrBegin[U + 1] - NbrBegin[U];
+      uint32_t Toward =
+          Degree ? S.Units[Nbr[NbrBegin[U] + Uniform(Degree)]] : S.Units[U];
+      To = Toward != S.Units[U] && Unit01(Rng) < 0.5 ? Toward
+                                                     : OtherDevice(S.Units[U]);
+    } else if (Pick < 0.7 && !Edges.empty()) {
+      // Pull one end of a cut edge to the other's device; else anywhere.
+      const UnitEdge &E = Edges[Uniform(Edges.size())];
+      bool Flip = Uniform(2);
+      U = Flip ? E.From : E.To;
+      uint32_t Other = Flip ? E.To : E.From;
+      To = S.Units[Other] != S.Units[U] ? S.Units[Other]
+                                        : OtherDevice(S.Units[U]);
+    } else {
+      U = Uniform(N);
+      To = OtherDevice(S.Units[U]);
+    }
+
+    double Kind = Unit01(Rng);
+    uint32_t From = S.Units[U];
+    if (Kind < 0.2) {
+      // Swap with a unit on the target device, if one is found soon;
+      // rather one with a neighbour on U's device.
+      int Partner = -1;
+      for (unsigned Try = 0; Try != 16; ++Try) {
+        uint32_t V = Uniform(N);
+        if (S.Units[V] != To)
+          continue;
+        if (Partner < 0)
+          Partner = V;
+        ArrayRef<uint32_t> Near =
+            makeArrayRef(Nbr).slice(NbrBegin[V], NbrBegin[V + 1] - NbrBegin[V]);
+        if (any_of(Near, [&](uint32_t W) { return S.Units[W] == From; })) {
+          Partner = V;
+          break;
+        }
+      }
+      if (Partner >= 0)
+        S.move(Partner, From);
+      S.move(U, To);
+    } else if (Kind < 0.5) {
+      // A run of consecutive units in topological order, those on U's
+      // device, starting or ending at U.
+      unsigned Len = 2 + Uniform(MaxRun - 1);
+      bool Forward = Uniform(2);
+      for (unsigned K = 0; K != Len; ++K) {
+        int64_t I = Forward ? int64_t(Pos[U]) + K : int64_t(Pos[U]) - K;
+        if (I < 0 || I >= int64_t(N))
+          break;
+        uint32_t V = Order[I];
+        if (S.Units[V] == From)
+          S.move(V, To);
+      }
+    } else {
+      S.move(U, To);
+    }
+
+    const SimResult &R = S.simulate();
+    ++Evals;
+    if (Fits && R.OOM) {
+      S.undo();
+      continue;
+    }
+    double NewCost = getCost(P, R);
+    double Delta = (NewCost - Cost) / Cost;
+    if (Delta > 0 && Unit01(Rng) >= std::exp(-Delta / Temperature)) {
+      S.undo();
+      continue;
+    }
+    S.Trial.clear();
+    Cost = NewCost;
+    Stale = true;
+    // Any placement that fits beats every one that does not; once one
+    // fits, placements that do not are rejected above.
+    bool Better = R.OOM ? NewCost < BestCost : !Fits || NewCost < BestCost;
+    if (!Better)
+      continue;
+    Fits = !R.OOM;
+    Best = S.Units;
+    BestCost = NewCost;
+  }
+  if (!Fits)
+    return makeNoFitErrorFromSim(P, Algo, Best, P.simulate(Best));
+  return std::move(Best);
+}
+
+} // namespace dp

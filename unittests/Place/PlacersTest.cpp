@@ -1,0 +1,405 @@
+//===- PlacersTest.cpp - The cpu-only, expert and anneal placers ----------===//
+//
+// Part of the dp project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dp/Place/Placer.h"
+
+#include "DiagnosticsTestUtil.h"
+
+#include "gtest/gtest.h"
+
+#include <random>
+
+using namespace dp;
+using namespace dp::test;
+using llvm::ArrayRef;
+using llvm::Expected;
+using llvm::StringRef;
+
+namespace {
+
+/// \p NumGPUs devices of type "t" (and, with \p WithCPU, one of type "c"
+/// last), each of \p Memory bytes, hanging off one switch by links of
+/// \p Bandwidth bytes/s.
+Cluster makeCluster(unsigned NumGPUs, uint64_t Memory = 1 << 20,
+                    double Bandwidth = 1e6, bool WithCPU = false) {
+  DeviceType T;
+  T.Name = "t";
+  T.PeakFlops[unsigned(DTypeKind::F32)] = 1e12;
+  T.MemoryBandwidth = 1e11;
+  T.MemoryBytes = Memory;
+  DeviceType C = T;
+  C.Name = "c";
+  C.Kind = DeviceKind::CPU;
+  std::vector<Device> Devs;
+  for (unsigned I = 0; I != NumGPUs; ++I)
+    Devs.push_back({"gpu:" + std::to_string(I), 0});
+  if (WithCPU)
+    Devs.push_back({"cpu:0", 1});
+  std::vector<Link> Links;
+  for (unsigned I = 0; I != Devs.size(); ++I)
+    Links.push_back(
+        {"l" + std::to_string(I), I, unsigned(Devs.size()), Bandwidth, 0});
+  return cantFail(Cluster::create("test", {T, C}, Devs, {"sw"}, Links));
+}
+
+/// Builds graphs op by op: times on "t" (the CPU type "c" takes three
+/// times as long) and f32 vector results.
+class GraphBuilder {
+public:
+  GraphBuilder() { G.setName("g"); }
+
+  TensorId input(StringRef Name, int64_t Elements = 1) {
+    return G.addInput(Name, TensorType(DTypeKind::F32, {Elements}));
+  }
+  /// An op taking \p Seconds with one result of \p Elements floats.
+  OpId op(StringRef Name, double Seconds, ArrayRef<TensorId> Operands,
+          int64_t Elements = 1, StringRef Type = "Op") {
+    OpId O = G.addOp(Name, "", Type, Operands,
+                     {{Name.str(), TensorType(DTypeKind::F32, {Elements})}});
+    G.getOp(O).Annotations.set("time.t", Attribute::getFloat(Seconds));
+    G.getOp(O).Annotations.set("time.c", Attribute::getFloat(3 * Seconds));
+    return O;
+  }
+  TensorId result(OpId O) { return G.getOp(O).Results[0]; }
+  void annotate(OpId O, StringRef Key, Attribute A) {
+    G.getOp(O).Annotations.set(Key, std::move(A));
+  }
+
+  Graph G;
+};
+
+/// A random DAG of \p NumOps ops: each reads one or two earlier results
+/// (or the input), takes 0.1 to 2 s, and produces 4 to 8000 bytes; with
+/// \p Persistent, some ops keep up to 60 KiB on their device.
+Graph makeRandomGraph(uint64_t Seed, unsigned NumOps, bool Persistent = false) {
+  std::mt19937_64 Rng(Seed);
+  GraphBuilder B;
+  std::vector<TensorId> Values{B.input("x")};
+  for (unsigned I = 0; I != NumOps; ++I) {
+    std::vector<TensorId> Operands{Values[Rng() % Values.size()]};
+    if (Rng() % 3 == 0) {
+      TensorId Second = Values[Rng() % Values.size()];
+      if (Second != Operands[0])
+        Operands.push_back(Second);
+    }
+    double Seconds = 0.1 + double(Rng() % 20) / 10;
+    OpId O = B.op("op" + std::to_string(I), Seconds, Operands,
+                  1 + int64_t(Rng() % 2000));
+    if (Persistent && Rng() % 4 == 0)
+      B.annotate(O, "persistent_bytes",
+                 Attribute::getInt(int64_t(Rng() % (60 << 10))));
+    Values.push_back(B.result(O));
+  }
+  B.G.addOutput(Values.back());
+  return std::move(B.G);
+}
+
+PlacementProblem buildProblem(const Graph &G, const Cluster &C) {
+  Expected<PlacementProblem> P = PlacementProblem::build(G, C);
+  EXPECT_TRUE(bool(P)) << describe(collectErrors(P.takeError()));
+  return std::move(*P);
+}
+
+/// Runs placer \p Algo with the given own options; fails the test if it
+/// fails.
+std::vector<uint32_t>
+place(const PlacementProblem &P, StringRef Algo,
+      std::vector<std::pair<std::string, std::string>> Extra = {},
+      uint64_t Seed = 0, uint64_t Evals = 0) {
+  PlaceOptions Opts;
+  Opts.Algo = Algo.str();
+  Opts.Seed = Seed;
+  Opts.Evaluations = Evals;
+  Opts.Extra = std::move(Extra);
+  Expected<std::vector<uint32_t>> Placement = lookupPlacer(Algo)->Run(P, Opts);
+  if (!Placement) {
+    ADD_FAILURE() << Algo.str() << ": "
+                  << describe(collectErrors(Placement.takeError()));
+    return {};
+  }
+  return std::move(*Placement);
+}
+
+/// The device of each unit's first op, by op name.
+uint32_t deviceOf(const PlacementProblem &P, ArrayRef<uint32_t> Placement,
+                  StringRef OpName) {
+  return Placement[P.getUnitOf(P.getGraph().lookupOp(OpName))];
+}
+
+//===----------------------------------------------------------------------===//
+// anneal
+//===----------------------------------------------------------------------===//
+
+TEST(AnnealTest, NeverWorseThanItsSeed) {
+  Cluster C = makeCluster(3, 1 << 20, 1e4, /*WithCPU=*/true);
+  for (uint64_t Seed = 0; Seed != 12; ++Seed) {
+    Graph G = makeRandomGraph(Seed, 10 + Seed * 3);
+    PlacementProblem P = buildProblem(G, C);
+    for (StringRef From : {"single", "expert", "metis"}) {
+      std::vector<uint32_t> Start = place(P, From, {}, Seed);
+      const SimResult &R0 = P.simulate(Start);
+      ASSERT_FALSE(R0.OOM);
+      double SeedTime = R0.StepTime;
+      std::vector<uint32_t> Annealed =
+          place(P, "anneal", {{"seeds", From.str()}}, Seed, /*Evals=*/150);
+      const SimResult &R = P.simulate(Annealed);
+      EXPECT_FALSE(R.OOM);
+      EXPECT_LE(R.StepTime, SeedTime)
+          << "graph " << Seed << ", seeded by " << From.str();
+    }
+  }
+}
+
+TEST(AnnealTest, NoWorseThanAnyOtherPlacer) {
+  Cluster C = makeCluster(2, 1 << 20, 1e4, /*WithCPU=*/true);
+  for (uint64_t Seed = 0; Seed != 4; ++Seed) {
+    Graph G = makeRandomGraph(100 + Seed, 20);
+    PlacementProblem P = buildProblem(G, C);
+    double Annealed =
+        P.simulate(place(P, "anneal", {}, Seed, /*Evals=*/100)).StepTime;
+    for (const PlacerInfo &Info : getPlacers()) {
+      if (Info.Name == "anneal")
+        continue;
+      PlaceOptions Opts;
+      Opts.Algo = Info.Name.str();
+      Opts.Seed = Seed;
+      Expected<std::vector<uint32_t>> Other = Info.Run(P, Opts);
+      if (!Other) {
+        llvm::consumeError(Other.takeError());
+        continue;
+      }
+      const SimResult &R = P.simulate(*Other);
+      if (!R.OOM) {
+        EXPECT_LE(Annealed, R.StepTime) << Info.Name.str();
+      }
+    }
+  }
+}
+
+TEST(AnnealTest, SameSeedAndEvalsSamePlacement) {
+  Cluster C = makeCluster(4, 1 << 20, 1e4);
+  Graph G = makeRandomGraph(7, 40);
+  PlacementProblem P1 = buildProblem(G, C);
+  PlacementProblem P2 = buildProblem(G, C);
+  std::vector<uint32_t> A = place(P1, "anneal", {}, 3, 300);
+  std::vector<uint32_t> B = place(P2, "anneal", {}, 3, 300);
+  // And once more on the problem the first run used.
+  std::vector<uint32_t> A2 = place(P1, "anneal", {}, 3, 300);
+  EXPECT_EQ(A, B);
+  EXPECT_EQ(A, A2);
+}
+
+TEST(AnnealTest, ReturnsPlacementsThatFit) {
+  // 64 KiB per GPU and ops that keep up to 60 KiB: single devices
+  // overflow. Anneal returns a placement that fits whenever one of its
+  // seeds (here the expert's) found one, and otherwise names an op.
+  Cluster C = makeCluster(3, 64 << 10, 1e4);
+  unsigned Placed = 0;
+  for (uint64_t Seed = 0; Seed != 8; ++Seed) {
+    Graph G = makeRandomGraph(300 + Seed, 16, /*Persistent=*/true);
+    PlacementProblem P = buildProblem(G, C);
+    PlaceOptions Opts;
+    Opts.Algo = "expert";
+    Expected<std::vector<uint32_t>> Expert =
+        lookupPlacer("expert")->Run(P, Opts);
+    bool ExpertFits = bool(Expert);
+    if (!Expert)
+      llvm::consumeError(Expert.takeError());
+    Opts.Algo = "anneal";
+    Opts.Seed = Seed;
+    Opts.Evaluations = 200;
+    Expected<std::vector<uint32_t>> Placement =
+        lookupPlacer("anneal")->Run(P, Opts);
+    if (!Placement) {
+      EXPECT_FALSE(ExpertFits) << "graph " << Seed;
+      std::vector<Diag> Diags = collectErrors(Placement.takeError());
+      ASSERT_EQ(Diags.size(), 1u);
+      EXPECT_NE(Diags[0].Message.find("no device can hold"), std::string::npos)
+          << Diags[0].Message;
+      continue;
+    }
+    EXPECT_FALSE(P.simulate(*Placement).OOM) << "graph " << Seed;
+    ++Placed;
+  }
+  EXPECT_GT(Placed, 0u);
+}
+
+//===----------------------------------------------------------------------===//
+// expert
+//===----------------------------------------------------------------------===//
+
+TEST(ExpertTest, LayersRoundRobinInOrderOfFirstOp) {
+  // Five layers on three GPUs, named against their order; the layer
+  // "z" interleaves with "y" but is numbered by its first op.
+  GraphBuilder B;
+  TensorId X = B.input("x");
+  const char *Layers[] = {"z", "y", "x", "w", "v"};
+  TensorId Prev = X;
+  for (unsigned L = 0; L != 5; ++L) {
+    OpId O = B.op(std::string("cell") + char('0' + L), 1, {Prev});
+    B.annotate(O, "rnn", Attribute::getString(Layers[L]));
+    Prev = B.result(O);
+  }
+  OpId Late = B.op("late_z", 1, {Prev});
+  B.annotate(Late, "rnn", Attribute::getString("z"));
+  B.G.addOutput(B.result(Late));
+  Cluster C = makeCluster(3);
+  PlacementProblem P = buildProblem(B.G, C);
+  std::vector<uint32_t> Placement = place(P, "expert");
+  for (unsigned L = 0; L != 5; ++L)
+    EXPECT_EQ(deviceOf(P, Placement, std::string("cell") + char('0' + L)),
+              L % 3)
+        << "layer " << L;
+  EXPECT_EQ(deviceOf(P, Placement, "late_z"), 0u);
+}
+
+TEST(ExpertTest, RecurrentOpsThatWereNotUnrolledAreLayers) {
+  GraphBuilder B;
+  TensorId X = B.input("x");
+  OpId Embed = B.op("embed", 1, {X});
+  OpId L0 = B.op("lstm0", 4, {B.result(Embed)}, 1, "LSTM");
+  OpId Mid = B.op("mid", 1, {B.result(L0)});
+  OpId L1 = B.op("gru1", 4, {B.result(Mid)}, 1, "GRU");
+  OpId Head = B.op("head", 1, {B.result(L1)});
+  B.G.addOutput(B.result(Head));
+  Cluster C = makeCluster(2, 1 << 20, 1e6, /*WithCPU=*/true);
+  PlacementProblem P = buildProblem(B.G, C);
+  std::vector<uint32_t> Placement = place(P, "expert");
+  EXPECT_EQ(deviceOf(P, Placement, "embed"), 0u);
+  EXPECT_EQ(deviceOf(P, Placement, "lstm0"), 0u);
+  EXPECT_EQ(deviceOf(P, Placement, "mid"), 0u);
+  EXPECT_EQ(deviceOf(P, Placement, "gru1"), 1u);
+  EXPECT_EQ(deviceOf(P, Placement, "head"), 1u);
+}
+
+TEST(ExpertTest, PipelineStagesAreContiguousAndBalanced) {
+  // A chain of 30 ops of 1..5 s on three GPUs.
+  GraphBuilder B;
+  TensorId Prev = B.input("x");
+  std::mt19937_64 Rng(5);
+  double Total = 0;
+  for (unsigned I = 0; I != 30; ++I) {
+    double Seconds = double(1 + Rng() % 5);
+    Total += Seconds;
+    Prev = B.result(B.op("op" + std::to_string(I), Seconds, {Prev}));
+  }
+  B.G.addOutput(Prev);
+  Cluster C = makeCluster(3, 1 << 20, 1e6, /*WithCPU=*/true);
+  PlacementProblem P = buildProblem(B.G, C);
+  std::vector<uint32_t> Placement = place(P, "expert");
+  std::vector<double> Load(4, 0.0);
+  uint32_t Last = 0;
+  for (uint32_t U : P.getTopologicalOrder()) {
+    EXPECT_GE(Placement[U], Last) << "stages follow the topological order";
+    Last = Placement[U];
+    Load[Placement[U]] += P.getUnitTime(U, 0);
+  }
+  EXPECT_EQ(Load[3], 0.0) << "nothing on the CPU";
+  for (unsigned K = 0; K != 3; ++K)
+    EXPECT_NEAR(Load[K], Total / 3, 5.0) << "stage " << K;
+}
+
+TEST(ExpertTest, PipelineSharesFollowDeviceSpeed) {
+  // gpu:1 runs every op twice as fast: it gets two thirds of the chain.
+  DeviceType Slow;
+  Slow.Name = "slow";
+  Slow.PeakFlops[unsigned(DTypeKind::F32)] = 1e12;
+  Slow.MemoryBandwidth = 1e11;
+  Slow.MemoryBytes = 1 << 20;
+  DeviceType Fast = Slow;
+  Fast.Name = "fast";
+  Cluster C = cantFail(Cluster::create("mixed", {Slow, Fast},
+                                       {{"gpu:0", 0}, {"gpu:1", 1}}, {},
+                                       {{"l", 0, 1, 1e9, 0}}));
+  Graph G;
+  G.setName("chain");
+  TensorId Prev = G.addInput("x", TensorType(DTypeKind::F32, {1}));
+  for (unsigned I = 0; I != 9; ++I) {
+    std::string Name = "op" + std::to_string(I);
+    OpId O = G.addOp(Name, "", "Op", {Prev},
+                     {{Name, TensorType(DTypeKind::F32, {1})}});
+    G.getOp(O).Annotations.set("time.slow", Attribute::getFloat(1.0));
+    G.getOp(O).Annotations.set("time.fast", Attribute::getFloat(0.5));
+    Prev = G.getOp(O).Results[0];
+  }
+  G.addOutput(Prev);
+  PlacementProblem P = buildProblem(G, C);
+  std::vector<uint32_t> Placement = place(P, "expert");
+  for (unsigned I = 0; I != 9; ++I)
+    EXPECT_EQ(deviceOf(P, Placement, "op" + std::to_string(I)), I < 3 ? 0u : 1u)
+        << "op" << I;
+}
+
+TEST(ExpertTest, BranchesGoLongestFirstToTheLeastLoadedDevice) {
+  // Five branches of 5, 4, 3, 2 and 1 s between a fork and a join, on two
+  // GPUs: 5 -> gpu:0, 4 -> gpu:1, 3 -> gpu:1, 2 -> gpu:0, 1 -> gpu:0 (the
+  // first of two equally loaded GPUs).
+  GraphBuilder B;
+  OpId Fork = B.op("fork", 1, {B.input("x")});
+  std::vector<TensorId> Ends;
+  for (unsigned I = 0; I != 5; ++I) {
+    double Seconds = 5 - I;
+    OpId First =
+        B.op("b" + std::to_string(I) + "a", Seconds / 2, {B.result(Fork)});
+    OpId Second =
+        B.op("b" + std::to_string(I) + "b", Seconds / 2, {B.result(First)});
+    Ends.push_back(B.result(Second));
+  }
+  OpId Join = B.op("join", 1, Ends);
+  B.G.addOutput(B.result(Join));
+  Cluster C = makeCluster(2, 1 << 20, 1e9);
+  PlacementProblem P = buildProblem(B.G, C);
+  std::vector<uint32_t> Placement = place(P, "expert", {{"mode", "branches"}});
+  const uint32_t Expected[] = {0, 1, 1, 0, 0};
+  for (unsigned I = 0; I != 5; ++I) {
+    EXPECT_EQ(deviceOf(P, Placement, "b" + std::to_string(I) + "a"),
+              Expected[I])
+        << "branch " << I;
+    EXPECT_EQ(deviceOf(P, Placement, "b" + std::to_string(I) + "b"),
+              Expected[I])
+        << "branch " << I;
+  }
+  EXPECT_EQ(deviceOf(P, Placement, "fork"), 0u);
+  EXPECT_EQ(deviceOf(P, Placement, "join"), 0u);
+}
+
+TEST(ExpertTest, FitsWhenItReturns) {
+  Cluster C = makeCluster(3, 64 << 10, 1e4);
+  unsigned Placed = 0;
+  for (uint64_t Seed = 0; Seed != 8; ++Seed) {
+    Graph G = makeRandomGraph(300 + Seed, 16, /*Persistent=*/true);
+    PlacementProblem P = buildProblem(G, C);
+    for (StringRef Mode : {"auto", "pipeline", "branches"}) {
+      PlaceOptions Opts;
+      Opts.Algo = "expert";
+      Opts.Extra = {{"mode", Mode.str()}};
+      Expected<std::vector<uint32_t>> Placement =
+          lookupPlacer("expert")->Run(P, Opts);
+      if (!Placement) {
+        llvm::consumeError(Placement.takeError());
+        continue;
+      }
+      EXPECT_FALSE(P.simulate(*Placement).OOM)
+          << "graph " << Seed << ", mode " << Mode.str();
+      ++Placed;
+    }
+  }
+  EXPECT_GT(Placed, 0u);
+}
+
+//===----------------------------------------------------------------------===//
+// cpu-only
+//===----------------------------------------------------------------------===//
+
+TEST(CPUOnlyTest, EverythingOnTheCPU) {
+  Cluster C = makeCluster(2, 1 << 20, 1e6, /*WithCPU=*/true);
+  Graph G = makeRandomGraph(1, 10);
+  PlacementProblem P = buildProblem(G, C);
+  std::vector<uint32_t> Placement = place(P, "cpu-only");
+  EXPECT_EQ(Placement, std::vector<uint32_t>(P.getNumUnits(), 2u));
+}
+
+} // namespace
