@@ -138,7 +138,7 @@ TEST(AnnealTest, NeverWorseThanItsSeed) {
   for (uint64_t Seed = 0; Seed != 12; ++Seed) {
     Graph G = makeRandomGraph(Seed, 10 + Seed * 3);
     PlacementProblem P = buildProblem(G, C);
-    for (StringRef From : {"single", "expert", "metis"}) {
+    for (StringRef From : {"single", "expert", "m-etf"}) {
       std::vector<uint32_t> Start = place(P, From, {}, Seed);
       const SimResult &R0 = P.simulate(Start);
       ASSERT_FALSE(R0.OOM);
