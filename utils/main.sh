@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Sets up, builds, and runs dp's main job on a bundled model: one training
 # step of it placed on the default cluster (4 x P100 + CPU, as in the
-# EAGLE and Mars papers), simulated, with the report on the terminal and
-# the JSON summary and Chrome trace written beside it.
+# EAGLE and Mars papers) by simulated annealing seeded with every other
+# placer (a fixed budget of evaluations, so the result is reproducible),
+# simulated, with the report on the terminal and the JSON summary and
+# Chrome trace written to out/.
 #
 #   utils/main.sh [model.onnx] [extra dp-opt arguments]
 set -euo pipefail
@@ -16,7 +18,7 @@ out=${DP_OUT_DIR:-$root/out}
 mkdir -p "$out"
 name=$(basename "$model" .onnx)
 "$build/bin/dp-opt" \
-  -passes='import-onnx,unroll-rnn,training-graph,cost-annotate,place{algo=single},simulate' \
+  -passes='import-onnx,unroll-rnn,training-graph,cost-annotate,place{algo=anneal,evals=2000},simulate' \
   -cluster=p100x4 -disable-output \
   -summary="$out/$name.summary.json" -trace="$out/$name.trace.json" \
   "$model" "$@"
