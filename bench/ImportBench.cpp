@@ -22,13 +22,14 @@
 
 #include "dp/Import/ONNXImporter.h"
 
+#include "BenchReporter.h"
+
 #include "onnx/onnx_pb.h"
 
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
 #include <cstring>
-#include <map>
 #include <string>
 
 namespace {
@@ -137,40 +138,22 @@ void BM_ImportONNX(benchmark::State &State) {
       double(NumNodes), benchmark::Counter::kIsIterationInvariantRate);
 }
 
-/// Prints the usual table, then the ratio of the runs' mean times.
-class RatioReporter : public benchmark::ConsoleReporter {
+/// Prints the usual table, then the ratio of the two benchmarks' times.
+class RatioReporter : public dp::SecondsReporter {
 public:
-  void ReportRuns(const std::vector<Run> &Runs) override {
-    ConsoleReporter::ReportRuns(Runs);
-    // With --benchmark_repetitions, the median stands for the benchmark.
-    for (const Run &R : Runs) {
-      if (R.error_occurred)
-        continue;
-      bool Median = R.run_type == Run::RT_Aggregate &&
-                    R.aggregate_name == "median";
-      if (R.run_type == Run::RT_Iteration || Median)
-        Seconds[R.run_name.function_name] =
-            R.real_accumulated_time / double(R.iterations);
-    }
-  }
   void Finalize() override {
     ConsoleReporter::Finalize();
-    auto Parse = Seconds.find("BM_ProtobufParse");
-    auto Import = Seconds.find("BM_ImportONNX");
-    if (Parse == Seconds.end() || Import == Seconds.end())
+    const double *Parse = seconds("BM_ProtobufParse");
+    const double *Import = seconds("BM_ImportONNX");
+    if (!Parse || !Import)
       return;
     std::printf("\nnodes: %lld, model bytes: %zu\n", (long long)NumNodes,
                 model().size());
-    std::printf("protobuf parse: %10.0f nodes/s\n",
-                NumNodes / Parse->second);
+    std::printf("protobuf parse: %10.0f nodes/s\n", NumNodes / *Parse);
     std::printf("import-onnx:    %10.0f nodes/s  (target >= 1000000)\n",
-                NumNodes / Import->second);
-    std::printf("import / parse time ratio: %.1fx\n",
-                Import->second / Parse->second);
+                NumNodes / *Import);
+    std::printf("import / parse time ratio: %.1fx\n", *Import / *Parse);
   }
-
-private:
-  std::map<std::string, double> Seconds;
 };
 
 } // namespace

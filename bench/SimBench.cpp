@@ -29,13 +29,14 @@
 #include "dp/Passes/PassBuilder.h"
 #include "dp/Sim/Simulator.h"
 
+#include "BenchReporter.h"
+
 #include "llvm/Support/MemoryBuffer.h"
 
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
 #include <cstring>
-#include <map>
 #include <random>
 #include <string>
 
@@ -154,18 +155,8 @@ void BM_SimulateRandom(benchmark::State &State) {
 }
 
 /// Prints the usual table, then simulated ops/s against the target.
-class RateReporter : public benchmark::ConsoleReporter {
+class RateReporter : public SecondsReporter {
 public:
-  void ReportRuns(const std::vector<Run> &Runs) override {
-    ConsoleReporter::ReportRuns(Runs);
-    for (const Run &R : Runs) {
-      bool Median =
-          R.run_type == Run::RT_Aggregate && R.aggregate_name == "median";
-      if (!R.error_occurred && (R.run_type == Run::RT_Iteration || Median))
-        Seconds[R.run_name.function_name] =
-            R.real_accumulated_time / double(R.iterations);
-    }
-  }
   void Finalize() override {
     ConsoleReporter::Finalize();
     Problem &P = problem();
@@ -174,19 +165,15 @@ public:
                 P.C.getName().str().c_str());
     for (const char *Name :
          {"BM_SimulateSingle", "BM_SimulateStages", "BM_SimulateRandom"}) {
-      auto It = Seconds.find(Name);
-      if (It == Seconds.end())
+      const double *S = seconds(Name);
+      if (!S)
         continue;
-      double OpsPerSecond = P.G.getNumOps() / It->second;
+      double OpsPerSecond = P.G.getNumOps() / *S;
       std::printf("%-18s %8.2f M simulated ops/s, %9.0f placements/s, "
                   "%.2fx the 10 M ops/s target\n",
-                  Name + 3, OpsPerSecond / 1e6, 1 / It->second,
-                  OpsPerSecond / 1e7);
+                  Name + 3, OpsPerSecond / 1e6, 1 / *S, OpsPerSecond / 1e7);
     }
   }
-
-private:
-  std::map<std::string, double> Seconds;
 };
 
 } // namespace

@@ -1,0 +1,52 @@
+//===- BenchReporter.h - Reporters that compare benchmarks ------*- C++ -*-===//
+//
+// Part of the dp project.
+//
+//===----------------------------------------------------------------------===//
+///
+/// \file
+/// A console reporter that also remembers each benchmark's seconds per
+/// iteration (the median under --benchmark_repetitions), so that a
+/// benchmark program can print ratios measured side by side in one run.
+///
+//===----------------------------------------------------------------------===//
+
+#ifndef DP_BENCH_BENCHREPORTER_H
+#define DP_BENCH_BENCHREPORTER_H
+
+#include <benchmark/benchmark.h>
+
+#include <map>
+#include <string>
+
+namespace dp {
+
+class SecondsReporter : public benchmark::ConsoleReporter {
+public:
+  void ReportRuns(const std::vector<Run> &Runs) override {
+    ConsoleReporter::ReportRuns(Runs);
+    for (const Run &R : Runs) {
+      if (R.error_occurred)
+        continue;
+      bool Median =
+          R.run_type == Run::RT_Aggregate && R.aggregate_name == "median";
+      if (R.run_type == Run::RT_Iteration || Median)
+        Seconds[R.run_name.function_name] =
+            R.real_accumulated_time / double(R.iterations);
+    }
+  }
+
+protected:
+  /// Seconds per iteration of \p Name, or null if it did not run.
+  const double *seconds(const std::string &Name) const {
+    auto It = Seconds.find(Name);
+    return It == Seconds.end() ? nullptr : &It->second;
+  }
+
+private:
+  std::map<std::string, double> Seconds;
+};
+
+} // namespace dp
+
+#endif // DP_BENCH_BENCHREPORTER_H
