@@ -23,8 +23,18 @@ packages=(
   libdnnl-dev
   # graph partitioning and the LP solver of the placers
   libmetis-dev libscotch-dev libglpk-dev
+  # learned placers (lib/Learn): libtorch's C++ API, and an optimized BLAS
+  # for it (the reference BLAS is ~20x slower on its matrix products)
+  libtorch-dev libopenblas0-pthread
   # unit tests and benchmarks
   libgtest-dev libbenchmark-dev
+  # hardening (docs/hardening.md): libFuzzer and the sanitizer runtimes of
+  # clang 19 for the fuzz targets, and the ONNX operator test models that
+  # the import sweep reads
+  clang-19 libclang-rt-19-dev libonnx-testdata
+  # emit's tests: the real ONNX checker on emitted models (python3-onnx, run
+  # with /usr/bin/python3) and Graphviz rendering of emitted graphs (dot)
+  python3-onnx graphviz
 )
 
 missing=()

@@ -101,14 +101,15 @@ static double getCost(const PlacementProblem &P, const SimResult &R) {
   return R.StepTime * (1 + 10 * getRelativeOverflow(P, R));
 }
 
-/// The placers that seed the search: `seeds=A:B:...`, or every other one.
+/// The placers that seed the search: `seeds=A:B:...`, or every placer that
+/// does not search itself.
 static Expected<SmallVector<const PlacerInfo *, 8>>
 getSeedPlacers(const PlaceOptions &Opts) {
   SmallVector<const PlacerInfo *, 8> Seeds;
   StringRef List = Opts.get("seeds");
   if (List.empty()) {
     for (const PlacerInfo &Info : getPlacers())
-      if (Info.Name != Algo)
+      if (!Info.Searches)
         Seeds.push_back(&Info);
     return Seeds;
   }

@@ -7,6 +7,7 @@
 #include "dp/Place/PlacePass.h"
 #include "Placers.h"
 #include "dp/Support/Diagnostics.h"
+#include "dp/Support/FileOutput.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -20,7 +21,9 @@ namespace dp {
 ArrayRef<PlacerInfo> getPlacers() {
   static const PlacerInfo Placers[] = {
 #define PLACER(NAME, FUNCTION, PARAMS, DESCRIPTION)                          \
-  {NAME, FUNCTION, PARAMS, DESCRIPTION},
+  {NAME, FUNCTION, PARAMS, DESCRIPTION, false},
+#define SEARCH_PLACER(NAME, FUNCTION, PARAMS, DESCRIPTION)                   \
+  {NAME, FUNCTION, PARAMS, DESCRIPTION, true},
 #include "Placers.def"
   };
   return Placers;
@@ -54,9 +57,22 @@ Error PlacePass::run(Graph &G, PassContext &Ctx) {
     return P.takeError();
   PlaceOptions Run = Opts;
   Run.Seed = Ctx.Seed;
+  Run.Progress = Ctx.Progress;
+  std::vector<CurvePoint> Curve;
+  Run.Curve = &Curve;
   Expected<std::vector<uint32_t>> Units = Placer->Run(*P, Run);
   if (!Units)
     return Units.takeError();
+  if (!Ctx.CurveFile.empty()) {
+    if (Curve.empty())
+      return makeError("-curve=" + Ctx.CurveFile + ": place{algo=" +
+                       Opts.Algo + "} records no search curve (the learned "
+                       "placers do)");
+    if (Error E = writeFileAtomically(Ctx.CurveFile, [&](raw_ostream &OS) {
+          writeCurveCSV(OS, Curve);
+        }))
+      return E;
+  }
   assert(Units->size() == P->getNumUnits() && "a device per unit");
   std::vector<uint32_t> Placement = P->expand(*Units);
   Ctx.SearchSeconds = std::chrono::duration<double>(

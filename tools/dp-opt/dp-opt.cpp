@@ -26,13 +26,13 @@
 #include "dp/Import/ONNXImporter.h"
 #include "dp/Passes/PassBuilder.h"
 #include "dp/Support/Diagnostics.h"
+#include "dp/Support/FileOutput.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Timer.h"
-#include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -99,6 +99,15 @@ static cl::opt<std::string> PlacementFile(
     "placement",
     cl::desc("Simulate this placement (JSON) instead of the ops' devices"),
     cl::value_desc("file.json"), cl::cat(DpCategory));
+
+static cl::opt<bool>
+    Quiet("quiet", cl::desc("Print no progress lines while placers search"),
+          cl::cat(DpCategory));
+static cl::opt<std::string> CurveFile(
+    "curve",
+    cl::desc("Write a searching placer's best step time vs samples and "
+             "seconds (CSV) here"),
+    cl::value_desc("file.csv"), cl::cat(DpCategory));
 
 namespace {
 /// One -<pass>[=options] flag per registered pass.
@@ -251,6 +260,9 @@ int main(int argc, char **argv) {
                                                "Pass phase timing report");
     PM.setTimerGroup(Timers.get());
   }
+  // The files the run writes (-o, -summary=, -trace=, emit's, ...) appear
+  // together once it succeeded; a run that fails leaves every one as it was.
+  OutputTransaction Outputs;
   PassContext Ctx;
   Ctx.Input = InputRef;
   Ctx.Seed = Seed;
@@ -260,6 +272,8 @@ int main(int argc, char **argv) {
   Ctx.SummaryFile = SummaryFile;
   Ctx.TraceFile = TraceFile;
   Ctx.PlacementFile = PlacementFile;
+  Ctx.Progress = Quiet ? nullptr : &errs();
+  Ctx.CurveFile = CurveFile;
   if (Error E = PM.run(G, Ctx))
     return fail(DisplayName, std::move(E));
   if (!VerifyEach)
@@ -272,32 +286,24 @@ int main(int argc, char **argv) {
     PhaseTimers->print(errs());
   }
 
-  if (DisableOutput)
-    return 0;
-  // The output file is only created now that everything succeeded, and
-  // ToolOutputFile removes it again unless keep() is reached.
-  std::error_code EC;
-  ToolOutputFile Out(OutputFilename, EC,
-                     OutputText ? sys::fs::OF_Text : sys::fs::OF_None);
-  if (EC)
-    return fail(OutputFilename,
-                makeError("cannot open the output: " + EC.message()));
-  if (OutputText) {
-    printGraph(Out.os(), G);
-  } else {
-    if (!Force && Out.os().is_displayed()) {
-      WithColor::warning(errs(), "dp-opt")
-          << "not writing binary IR to a terminal; use -S for text, -o to "
-             "name a file, or -f to force\n";
-      return 0;
-    }
-    writeBytecode(Out.os(), G);
+  if (DisableOutput) {
+    // Nothing to add.
+  } else if (!OutputText && !Force && OutputFilename == "-" &&
+             outs().is_displayed()) {
+    WithColor::warning(errs(), "dp-opt")
+        << "not writing binary IR to a terminal; use -S for text, -o to "
+           "name a file, or -f to force\n";
+  } else if (Error E = writeFileAtomically(
+                 OutputFilename, [&](raw_ostream &OS) {
+                   if (OutputText)
+                     printGraph(OS, G);
+                   else
+                     writeBytecode(OS, G);
+                 })) {
+    return fail(OutputFilename, std::move(E));
   }
-  Out.os().flush();
-  if (Out.os().has_error()) {
-    Out.os().clear_error();
-    return fail(OutputFilename, makeError("cannot write the output"));
-  }
-  Out.keep();
+  // Everything succeeded: now the files appear.
+  if (Error E = Outputs.commit())
+    return fail("", std::move(E));
   return 0;
 }

@@ -58,6 +58,12 @@ struct PassContext {
   std::string SummaryFile;
   std::string TraceFile;
   std::string PlacementFile;
+  /// Where searching passes print progress lines (dp-opt: stderr unless
+  /// -quiet); null: quiet.
+  llvm::raw_ostream *Progress = nullptr;
+  /// Where the place pass writes a searching placer's curve (CSV; dp-opt
+  /// -curve=); empty when not asked for.
+  std::string CurveFile;
   /// Seconds the last placer searched in this run. Wall time is kept out of
   /// the IR so that the IR depends only on the input and the seed.
   llvm::Optional<double> SearchSeconds;

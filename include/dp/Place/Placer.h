@@ -22,6 +22,7 @@
 
 #include "dp/Cluster/Cluster.h"
 #include "dp/IR/Graph.h"
+#include "dp/Learn/Search.h"
 #include "dp/Sim/Simulator.h"
 
 #include "llvm/ADT/ArrayRef.h"
@@ -113,6 +114,10 @@ struct PlaceOptions {
   uint64_t Evaluations = 0;
   /// Options only the chosen placer knows, in the order given.
   std::vector<std::pair<std::string, std::string>> Extra;
+  /// Searching placers print progress lines here; null: quiet.
+  llvm::raw_ostream *Progress = nullptr;
+  /// Searching placers that record a search curve store it here (if set).
+  std::vector<CurvePoint> *Curve = nullptr;
 
   /// The value of the placer option \p Key, or \p Default.
   llvm::StringRef get(llvm::StringRef Key, llvm::StringRef Default = "") const;
@@ -130,6 +135,8 @@ struct PlacerInfo {
   /// Option syntax of the placer's own options ("device=NAME"), or "".
   llvm::StringRef Params;
   llvm::StringRef Description;
+  /// It searches with a budget (SEARCH_PLACER in Placers.def).
+  bool Searches = false;
 };
 
 /// Every placer, in Placers.def order.

@@ -1,0 +1,29 @@
+//===- dp/Place/LearnTask.h - Tasks for learned placers ----*- C++ -*-===//
+//
+// Part of the dp project.
+//
+//===----------------------------------------------------------------------===//
+///
+/// \file
+/// What the learned placers of lib/Learn see of a PlacementProblem: a
+/// fixed-width feature row per unit, the unit graph, the topological order
+/// and the simulator as the score (lib/Place/LearnedPlacers.cpp documents
+/// the features).
+///
+//===----------------------------------------------------------------------===//
+
+#ifndef DP_PLACE_LEARNTASK_H
+#define DP_PLACE_LEARNTASK_H
+
+#include "dp/Learn/Search.h"
+#include "dp/Place/Placer.h"
+
+namespace dp {
+
+/// The task for \p P; its Evaluate simulates with \p P, which must outlive
+/// it.
+LearnTask buildLearnTask(const PlacementProblem &P);
+
+} // namespace dp
+
+#endif // DP_PLACE_LEARNTASK_H

@@ -1,0 +1,154 @@
+//===- EAGLE.cpp - Grouper + extra RNN + seq2seq placer, PPO --------------===//
+//
+// Part of the dp project.
+//
+//===----------------------------------------------------------------------===//
+//
+// EAGLE (Lan, Chen, Li: "EAGLE: Expedited Device Placement with Automatic
+// Grouping for Large Models", IPDPS 2021): the Hierarchical Planner's
+// feed-forward grouper and seq2seq placer, an extra RNN that turns the
+// grouper's parameters into placer inputs, and PPO (optionally with
+// Post's cross-entropy steps on elite placements). docs/placers/eagle.md
+// lists where dp follows the paper and where it departs from it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Grouper.h"
+#include "dp/Learn/Placers.h"
+
+#include <algorithm>
+
+using namespace llvm;
+
+namespace dp {
+
+using namespace learn;
+
+/// EAGLE IV-C: 10 placements a mini-batch, updated 4 times; with PPO+CE,
+/// a cross-entropy step on the 5 best placements every 50 placements.
+static constexpr unsigned SamplesPerUpdate = 10;
+static constexpr unsigned CEInterval = 50;
+static constexpr size_t Elites = 5;
+static constexpr uint64_t DefaultSamples = 1000;
+
+namespace {
+/// The best placements sampled so far (Post's elites), best first.
+class EliteSet {
+public:
+  void add(double Reward, const torch::Tensor &Actions) {
+    auto It = std::find_if(Best.begin(), Best.end(),
+                           [&](const Entry &E) { return Reward > E.first; });
+    if (It == Best.end() && Best.size() == Elites)
+      return;
+    Best.insert(It, {Reward, Actions});
+    if (Best.size() > Elites)
+      Best.pop_back();
+  }
+  torch::Tensor actions() const {
+    std::vector<torch::Tensor> A;
+    for (const Entry &E : Best)
+      A.push_back(E.second);
+    return torch::stack(A);
+  }
+
+private:
+  using Entry = std::pair<double, torch::Tensor>;
+  std::vector<Entry> Best;
+};
+} // namespace
+
+Expected<SearchResult> searchEAGLE(const LearnTask &T, const SearchOptions &S,
+                                   LearnOptions Opts) {
+  const char *Name = "eagle";
+  GroupPlacerOptions Defaults;
+  Defaults.Groups = 256;
+  Defaults.LearningRate = 0.01;
+  Expected<GroupPlacerOptions> O = getGroupPlacerOptions(Opts, Name, Defaults);
+  if (!O)
+    return O.takeError();
+  Expected<std::string> Train =
+      getChoiceOption(Opts, Name, "train", "ppo", {"ppo", "ppo-ce"});
+  if (!Train)
+    return Train.takeError();
+
+  setUpTorch(S.Threads, S.Seed);
+  std::mt19937_64 Rng(S.Seed);
+  // The extra RNN is as wide as the grouper's hidden layer.
+  GroupPlacer Policy(T, O->Groups, O->GrouperHidden, O->Hidden,
+                     /*LinkHidden=*/O->GrouperHidden);
+  const std::vector<int64_t> Meta = Policy->getMeta(T);
+  if (!S.LoadFile.empty())
+    if (Error E = loadPolicy(*Policy, Meta, GroupPlacerImpl::MetaNames,
+                             S.LoadFile, Name))
+      return std::move(E);
+
+  SearchOptions Budget = getSearchBudget(S);
+  PolicySearch Search(T, Budget, Name, DefaultSamples);
+  torch::Tensor X = getFeatures(T);
+  std::vector<uint32_t> Placement;
+
+  if (!S.LoadFile.empty() && !S.FinetuneSamples) {
+    Policy->placeZeroShot(X, Search, Rng, /*GroupingEach=*/true);
+  } else {
+    // An action is a group per unit followed by a device per group.
+    int64_t U = T.NumUnits;
+    std::vector<torch::Tensor> Params = Policy->parameters();
+    torch::optim::Adam Opt(Params, torch::optim::AdamOptions(O->LearningRate));
+    PPOConfig Config;
+    Config.Clip = 0.3;
+    Config.EntropyCoef = 0.01;
+    Config.MaxGradNorm = 1.0;
+    Config.Epochs = 4;
+    Config.MiniBatches = 1;
+    LogpFn Logp = [&](const torch::Tensor &Actions) {
+      torch::Tensor LogProbs = Policy->TheGrouper->forward(X);
+      torch::Tensor Link = Policy->link();
+      torch::Tensor Groups = Actions.slice(1, 0, U);
+      auto [GroupLogp, GroupEntropy] = GrouperImpl::evaluate(LogProbs, Groups);
+      auto [DeviceLogp, DeviceEntropy] = Policy->Placer->evaluate(
+          Policy->encode(Groups, Link), Actions.slice(1, U));
+      return std::make_pair(torch::cat({GroupLogp, DeviceLogp}, 1),
+                            torch::cat({GroupEntropy, DeviceEntropy}, 1));
+    };
+    bool CrossEntropy = *Train == "ppo-ce";
+    EliteSet Elite;
+    std::vector<PolicySample> Buffer;
+    while (!Search.done()) {
+      int64_t Batch =
+          std::min<uint64_t>(SamplesPerUpdate, Search.samplesLeft());
+      {
+        torch::NoGradGuard NoGrad;
+        torch::Tensor LogProbs = Policy->TheGrouper->forward(X);
+        torch::Tensor Link = Policy->link();
+        GroupedDraw D = Policy->draw(LogProbs, Link, Batch, Batch, Rng);
+        std::vector<double> Rewards = scoreDraw(Search, D, Placement);
+        for (size_t B = 0; B != Rewards.size(); ++B) {
+          torch::Tensor Actions = torch::cat({D.Groups[B], D.Devices[B]});
+          Buffer.push_back({Actions,
+                            torch::cat({D.GroupLogp[B], D.DeviceLogp[B]}),
+                            Search.advantage(Rewards[B])});
+          if (CrossEntropy)
+            Elite.add(Rewards[B], Actions);
+        }
+      }
+      if (Search.done())
+        break;
+      updatePPO(Buffer, Config, Opt, Params, Logp, Rng);
+      Buffer.clear();
+      // Post: every CEInterval placements, move towards the elites.
+      if (CrossEntropy && Search.getSamples() % CEInterval == 0) {
+        torch::Tensor EliteActions = Elite.actions();
+        for (unsigned Step = 0; Step != Config.Epochs; ++Step)
+          minimize(-Logp(EliteActions).first.mean(), Opt, Params,
+                   Config.MaxGradNorm);
+      }
+    }
+  }
+
+  if (!S.SaveFile.empty())
+    if (Error E = savePolicy(*Policy, Meta, S.SaveFile, Name))
+      return std::move(E);
+  return Search.finish();
+}
+
+} // namespace dp

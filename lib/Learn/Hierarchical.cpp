@@ -1,0 +1,90 @@
+//===- Hierarchical.cpp - Grouper + seq2seq placer, REINFORCE -------------===//
+//
+// Part of the dp project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The Hierarchical Planner (Mirhoseini, Goldie, Pham, Steiner, Le, Dean:
+// "A Hierarchical Model for Device Placement", ICLR 2018): a feed-forward
+// grouper assigns every unit to a group, a seq2seq placer assigns every
+// group to a device, and REINFORCE trains both on the sum of their
+// log-probabilities. docs/placers/hierarchical.md lists where dp follows
+// the paper and where it departs from it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Grouper.h"
+#include "dp/Learn/Placers.h"
+
+#include <algorithm>
+
+using namespace llvm;
+
+namespace dp {
+
+using namespace learn;
+
+static constexpr uint64_t DefaultSamples = 1000;
+
+Expected<SearchResult> searchHierarchical(const LearnTask &T,
+                                          const SearchOptions &S,
+                                          LearnOptions Opts) {
+  const char *Name = "hierarchical";
+  GroupPlacerOptions Defaults;
+  // The authors' code: min(256, 20 groups per device).
+  Defaults.Groups = std::min(256u, 20 * T.NumDevices);
+  Defaults.LearningRate = 0.1;
+  Expected<GroupPlacerOptions> O = getGroupPlacerOptions(Opts, Name, Defaults);
+  if (!O)
+    return O.takeError();
+
+  setUpTorch(S.Threads, S.Seed);
+  std::mt19937_64 Rng(S.Seed);
+  ReinforceConfig Config;
+  GroupPlacer Policy(T, O->Groups, O->GrouperHidden, O->Hidden,
+                     /*LinkHidden=*/0);
+  Policy->Placer->setLogitSquash(Config.Temperature, Config.TanhConstant);
+  const std::vector<int64_t> Meta = Policy->getMeta(T);
+  if (!S.LoadFile.empty())
+    if (Error E = loadPolicy(*Policy, Meta, GroupPlacerImpl::MetaNames,
+                             S.LoadFile, Name))
+      return std::move(E);
+
+  SearchOptions Budget = getSearchBudget(S);
+  PolicySearch Search(T, Budget, Name, DefaultSamples, Config.BaselineDecay);
+  torch::Tensor X = getFeatures(T);
+  std::vector<uint32_t> Placement;
+
+  if (!S.LoadFile.empty() && !S.FinetuneSamples) {
+    Policy->placeZeroShot(X, Search, Rng, /*GroupingEach=*/false);
+  } else {
+    // Each step: one grouping (the paper's m = 1) and k placements of its
+    // groups; the grouping's log-probability joins each placement's.
+    std::vector<torch::Tensor> Params = Policy->parameters();
+    torch::optim::Adam Opt(Params, torch::optim::AdamOptions(O->LearningRate));
+    while (!Search.done()) {
+      int64_t Batch =
+          std::min<uint64_t>(Config.SamplesPerUpdate, Search.samplesLeft());
+      torch::Tensor LogProbs = Policy->TheGrouper->forward(X);
+      GroupedDraw D = Policy->draw(LogProbs, torch::Tensor(), 1, Batch, Rng);
+      std::vector<double> Rewards = scoreDraw(Search, D, Placement);
+      if (Search.done())
+        break;
+      std::vector<float> Advantages;
+      for (double R : Rewards)
+        Advantages.push_back(float(Search.advantage(R)));
+      torch::Tensor GroupLogp =
+          LogProbs.gather(1, D.Groups[0].unsqueeze(1)).sum();
+      torch::Tensor DeviceLogp =
+          Policy->Placer->evaluate(D.Encoding, D.Devices).first.sum(1);
+      updateReinforce(DeviceLogp + GroupLogp, Advantages, Config, Opt, Params);
+    }
+  }
+
+  if (!S.SaveFile.empty())
+    if (Error E = savePolicy(*Policy, Meta, S.SaveFile, Name))
+      return std::move(E);
+  return Search.finish();
+}
+
+} // namespace dp

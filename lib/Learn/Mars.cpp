@@ -1,0 +1,163 @@
+//===- Mars.cpp - DGI-pre-trained GCN + segment seq2seq, PPO --------------===//
+//
+// Part of the dp project.
+//
+//===----------------------------------------------------------------------===//
+//
+// Mars (Lan, Chen, Li: "Accelerated Device Placement Optimization with
+// Contrastive Learning", ICPP 2021). docs/placers/mars.md lists where dp
+// follows the paper and where it departs from it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Modules.h"
+#include "PolicySearch.h"
+#include "dp/Learn/Placers.h"
+
+#include <algorithm>
+
+using namespace llvm;
+
+namespace dp {
+
+using namespace learn;
+
+namespace {
+/// The whole policy, one module so that it saves and loads as one.
+class MarsPolicyImpl : public torch::nn::Module {
+public:
+  MarsPolicyImpl(int64_t Features, int64_t GCNHidden, int64_t Hidden,
+                 int64_t Devices, int64_t Segment)
+      : Encoder(register_module("encoder",
+                                GCNEncoder(Features, GCNHidden, 3))),
+        Placer(register_module("placer", SegmentSeq2Seq(GCNHidden, Hidden,
+                                                        Devices, Segment))) {}
+  GCNEncoder Encoder;
+  SegmentSeq2Seq Placer;
+};
+TORCH_MODULE(MarsPolicy);
+} // namespace
+
+/// Mars 3.4 and 4.2: ten placements per policy; every twenty, PPO with four
+/// mini-batches for three epochs.
+static constexpr unsigned SamplesPerPolicy = 10;
+static constexpr unsigned SamplesPerUpdate = 20;
+static constexpr uint64_t DefaultSamples = 1000;
+
+Expected<SearchResult> searchMars(const LearnTask &T, const SearchOptions &S,
+                                  LearnOptions Opts) {
+  const char *Name = "mars";
+  Expected<uint64_t> Pretrain =
+      getPositiveOption(Opts, Name, "pretrain", 1000, /*AllowZero=*/true);
+  if (!Pretrain)
+    return Pretrain.takeError();
+  Expected<uint64_t> Segment = getPositiveOption(Opts, Name, "segment", 128);
+  if (!Segment)
+    return Segment.takeError();
+  Expected<uint64_t> Hidden = getPositiveOption(Opts, Name, "hidden", 512);
+  if (!Hidden)
+    return Hidden.takeError();
+  Expected<uint64_t> GCNHidden =
+      getPositiveOption(Opts, Name, "gcn-hidden", 256);
+  if (!GCNHidden)
+    return GCNHidden.takeError();
+
+  Expected<double> LearningRate =
+      getRealOption(Opts, Name, "lr", 3e-4, 1.0);
+  if (!LearningRate)
+    return LearningRate.takeError();
+
+  setUpTorch(S.Threads, S.Seed);
+  std::mt19937_64 Rng(S.Seed);
+  torch::Tensor X = getFeatures(T);
+  torch::Tensor Adj = getNormalizedAdjacency(T);
+  torch::Tensor Order =
+      torch::tensor(std::vector<int64_t>(T.Order.begin(), T.Order.end()),
+                    torch::kLong);
+
+  MarsPolicy Policy(T.NumFeatures, *GCNHidden, *Hidden, T.NumDevices,
+                    *Segment);
+  const std::vector<int64_t> Meta = {T.NumFeatures, int64_t(T.NumDevices),
+                                     int64_t(*GCNHidden), int64_t(*Hidden),
+                                     int64_t(*Segment)};
+  const std::vector<const char *> MetaNames = {
+      "features per unit", "devices", "gcn-hidden", "hidden", "segment"};
+  bool Loaded = !S.LoadFile.empty();
+  if (Loaded) {
+    if (Error E = loadPolicy(*Policy, Meta, MetaNames, S.LoadFile, Name))
+      return std::move(E);
+  } else if (*Pretrain) {
+    pretrainDGI(Policy->Encoder, X, Adj, *Pretrain, /*LearningRate=*/1e-3,
+                Rng);
+  }
+
+  SearchOptions Budget = S;
+  if (Loaded)
+    Budget.Samples = S.FinetuneSamples ? S.FinetuneSamples : SamplesPerPolicy;
+  PolicySearch Search(T, Budget, Name, DefaultSamples);
+  auto Encode = [&] {
+    return Policy->Placer->encode(
+        Policy->Encoder->forward(X, Adj).index_select(0, Order));
+  };
+  std::vector<uint32_t> Placement(T.NumUnits);
+  auto Evaluate = [&](const torch::Tensor &Actions) {
+    auto A = Actions.accessor<int64_t, 1>();
+    for (unsigned I = 0; I != T.NumUnits; ++I)
+      Placement[T.Order[I]] = uint32_t(A[I]);
+    return Search.evaluate(Placement);
+  };
+
+  if (Loaded && !S.FinetuneSamples) {
+    // Zero-shot: the policy's likeliest placement, then samples from it.
+    torch::NoGradGuard NoGrad;
+    SegmentSeq2SeqImpl::Encoding E = Encode();
+    Evaluate(Policy->Placer->sample(E, 1, Rng, /*Greedy=*/true).first[0]);
+    while (!Search.done()) {
+      int64_t Batch = std::min<uint64_t>(SamplesPerPolicy, Search.samplesLeft());
+      torch::Tensor Actions = Policy->Placer->sample(E, Batch, Rng).first;
+      for (int64_t B = 0; B != Batch && !Search.done(); ++B)
+        Evaluate(Actions[B]);
+    }
+  } else {
+    std::vector<torch::Tensor> Params = Policy->parameters();
+    torch::optim::Adam Opt(Params, torch::optim::AdamOptions(*LearningRate));
+    PPOConfig Config; // clip 0.2, entropy 0.001, grad-norm 1.0, 4 x 3
+    LogpFn Logp = [&](const torch::Tensor &Actions) {
+      return Policy->Placer->evaluate(Encode(), Actions);
+    };
+    std::vector<PolicySample> Buffer;
+    while (!Search.done()) {
+      int64_t Batch = std::min<uint64_t>(SamplesPerPolicy, Search.samplesLeft());
+      torch::Tensor Actions, Logps;
+      {
+        torch::NoGradGuard NoGrad;
+        std::tie(Actions, Logps) = Policy->Placer->sample(Encode(), Batch, Rng);
+      }
+      for (int64_t B = 0; B != Batch && !Search.done(); ++B) {
+        double Reward = Evaluate(Actions[B]);
+        Buffer.push_back({Actions[B], Logps[B], Search.advantage(Reward)});
+      }
+      if (Buffer.size() >= SamplesPerUpdate && !Search.done()) {
+        updatePPO(Buffer, Config, Opt, Params, Logp, Rng);
+        Buffer.clear();
+      }
+    }
+  }
+
+  if (!S.SaveFile.empty())
+    if (Error E = savePolicy(*Policy, Meta, S.SaveFile, Name))
+      return std::move(E);
+  return Search.finish();
+}
+
+std::vector<double> pretrainGraphEncoder(const LearnTask &T,
+                                         unsigned Iterations, unsigned Hidden,
+                                         uint64_t Seed, unsigned Threads) {
+  setUpTorch(Threads, Seed);
+  std::mt19937_64 Rng(Seed);
+  GCNEncoder Enc(T.NumFeatures, Hidden, 3);
+  return pretrainDGI(Enc, getFeatures(T), getNormalizedAdjacency(T),
+                     Iterations, /*LearningRate=*/1e-3, Rng);
+}
+
+} // namespace dp

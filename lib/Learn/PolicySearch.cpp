@@ -1,0 +1,182 @@
+//===- PolicySearch.cpp - The search loop learned placers share -----------===//
+//
+// Part of the dp project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PolicySearch.h"
+#include "dp/Support/Diagnostics.h"
+#include "dp/Support/Format.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cmath>
+#include <limits>
+
+using namespace llvm;
+
+namespace dp {
+
+static const std::string *findOption(LearnOptionList Opts, StringRef Key) {
+  const std::string *Found = nullptr;
+  for (const auto &[K, V] : Opts)
+    if (K == Key)
+      Found = &V;
+  return Found;
+}
+
+Expected<uint64_t> getPositiveOption(LearnOptionList Opts, StringRef Placer,
+                                     StringRef Key, uint64_t Default,
+                                     bool AllowZero) {
+  const std::string *V = findOption(Opts, Key);
+  if (!V)
+    return Default;
+  uint64_t N;
+  if (!to_integer(StringRef(*V), N, 10) || (N == 0 && !AllowZero))
+    return makeError("place{algo=" + Placer + "}: " + Key + " must be a " +
+                     (AllowZero ? "non-negative" : "positive") +
+                     " integer, not '" + *V + "'");
+  return N;
+}
+
+Expected<double> getRealOption(LearnOptionList Opts, StringRef Placer,
+                               StringRef Key, double Default, double Max) {
+  const std::string *V = findOption(Opts, Key);
+  if (!V)
+    return Default;
+  double X;
+  if (!to_float(*V, X) || !(X > 0) || X > Max) {
+    std::string Bound;
+    raw_string_ostream OS(Bound);
+    writeDouble(OS, Max);
+    return makeError("place{algo=" + Placer + "}: " + Key +
+                     " must be a number in (0, " + OS.str() + "], not '" +
+                     *V + "'");
+  }
+  return X;
+}
+
+Expected<std::string> getChoiceOption(LearnOptionList Opts, StringRef Placer,
+                                      StringRef Key, StringRef Default,
+                                      ArrayRef<StringRef> Choices) {
+  const std::string *V = findOption(Opts, Key);
+  if (!V)
+    return Default.str();
+  if (is_contained(Choices, StringRef(*V)))
+    return *V;
+  return makeError("place{algo=" + Placer + "}: " + Key + " must be " +
+                   join(Choices, " or ") + ", not '" + *V + "'");
+}
+
+void writeCurveCSV(raw_ostream &OS, ArrayRef<CurvePoint> Curve) {
+  OS << "samples,seconds,best_seconds,sample_seconds\n";
+  for (const CurvePoint &P : Curve) {
+    OS << P.Samples << ',';
+    writeDouble(OS, P.Seconds);
+    OS << ',';
+    if (std::isfinite(P.BestSeconds))
+      writeDouble(OS, P.BestSeconds);
+    OS << ',';
+    writeDouble(OS, P.SampleSeconds);
+    OS << '\n';
+  }
+}
+
+PolicySearch::PolicySearch(const LearnTask &Task, const SearchOptions &Opts,
+                           StringRef Name, uint64_t DefaultSamples, double Mu)
+    : Task(Task), Opts(Opts), Name(Name.str()), Mu(Mu),
+      Start(std::chrono::steady_clock::now()) {
+  SampleBudget = Opts.Samples;
+  if (!SampleBudget && !(Opts.Seconds > 0))
+    SampleBudget = DefaultSamples;
+  Result.BestEval.StepSeconds = std::numeric_limits<double>::infinity();
+  Result.BestEval.OutOfMemory = true;
+}
+
+double PolicySearch::elapsed() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                       Start)
+      .count();
+}
+
+bool PolicySearch::done() const {
+  if (SampleBudget && Result.Samples >= SampleBudget)
+    return true;
+  return Opts.Seconds > 0 && elapsed() >= Opts.Seconds;
+}
+
+uint64_t PolicySearch::samplesLeft() const {
+  if (!SampleBudget)
+    return std::numeric_limits<uint64_t>::max();
+  return SampleBudget > Result.Samples ? SampleBudget - Result.Samples : 0;
+}
+
+/// Fitting placements beat ones that do not fit; then the faster one wins.
+static bool isBetter(const Evaluation &A, const Evaluation &B) {
+  if (A.OutOfMemory != B.OutOfMemory)
+    return !A.OutOfMemory;
+  return A.StepSeconds < B.StepSeconds;
+}
+
+double PolicySearch::evaluate(ArrayRef<uint32_t> Placement) {
+  Evaluation E = Task.Evaluate(Placement);
+  ++Result.Samples;
+  if (Result.Best.empty() || isBetter(E, Result.BestEval)) {
+    Result.Best.assign(Placement.begin(), Placement.end());
+    Result.BestEval = E;
+  }
+  LastSeconds = E.OutOfMemory ? Opts.FailingSeconds : E.StepSeconds;
+  CurvePoint P;
+  P.Samples = Result.Samples;
+  P.Seconds = elapsed();
+  P.BestSeconds = Result.BestEval.OutOfMemory
+                      ? std::numeric_limits<double>::infinity()
+                      : Result.BestEval.StepSeconds;
+  P.SampleSeconds = LastSeconds;
+  Result.Curve.push_back(P);
+  printProgress(/*Final=*/false);
+  return -std::sqrt(LastSeconds);
+}
+
+double PolicySearch::advantage(double Reward) {
+  Baseline = HaveBaseline ? (1 - Mu) * Reward + Mu * Baseline : Reward;
+  HaveBaseline = true;
+  return Reward - Baseline;
+}
+
+static std::string formatStep(double Seconds, bool OOM) {
+  if (OOM)
+    return "none fits";
+  return formatv("{0:f2} ms", Seconds * 1e3).str();
+}
+
+void PolicySearch::printProgress(bool Final) {
+  if (!Opts.Progress)
+    return;
+  double Now = elapsed();
+  // A line a second while searching, and the last one.
+  if (!Final && LastPrinted >= 0 && Now - LastPrinted < 1.0)
+    return;
+  LastPrinted = Now;
+  double Rate = Now > 0 ? Result.Samples / Now : 0;
+  *Opts.Progress << formatv("{0}: {1} samples ({2:f1}/s), best {3}, "
+                            "current {4}, {5:f1} s\n",
+                            Name, std::to_string(Result.Samples), Rate,
+                            formatStep(Result.BestEval.StepSeconds,
+                                       Result.BestEval.OutOfMemory),
+                            formatStep(LastSeconds, false), Now);
+  Opts.Progress->flush();
+}
+
+Expected<SearchResult> PolicySearch::finish() {
+  if (Result.Best.empty())
+    return makeError("place{algo=" + Name + "}: the budget ended before a "
+                     "single placement was sampled");
+  printProgress(/*Final=*/true);
+  Result.Seconds = elapsed();
+  return std::move(Result);
+}
+
+} // namespace dp

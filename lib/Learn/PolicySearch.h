@@ -1,0 +1,103 @@
+//===- PolicySearch.h - The search loop learned placers share ---*- C++ -*-===//
+//
+// Part of the dp project.
+//
+//===----------------------------------------------------------------------===//
+///
+/// \file
+/// PolicySearch is the part of every learned placer that is not a model:
+/// it scores sampled placements, turns step times into rewards (-sqrt of
+/// the step time, the failing signal for placements that do not fit),
+/// keeps the exponential-moving-average baseline, the best placement, the
+/// search curve and the budget, and prints the progress line. Torch-free.
+///
+//===----------------------------------------------------------------------===//
+
+#ifndef DP_LIB_LEARN_POLICYSEARCH_H
+#define DP_LIB_LEARN_POLICYSEARCH_H
+
+#include "dp/Learn/Search.h"
+
+#include "llvm/ADT/StringRef.h"
+
+#include <chrono>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace dp {
+
+/// The placer-specific options of place{...}, in the order given.
+using LearnOptionList = llvm::ArrayRef<std::pair<std::string, std::string>>;
+
+/// The value of option \p Key as a positive integer (or \p Default when
+/// absent); errors name the placer and the option.
+llvm::Expected<uint64_t> getPositiveOption(LearnOptionList Opts,
+                                           llvm::StringRef Placer,
+                                           llvm::StringRef Key,
+                                           uint64_t Default,
+                                           bool AllowZero = false);
+/// The value of option \p Key as a number in (0, Max] (or \p Default).
+llvm::Expected<double> getRealOption(LearnOptionList Opts,
+                                     llvm::StringRef Placer,
+                                     llvm::StringRef Key, double Default,
+                                     double Max);
+/// The value of option \p Key as one of \p Choices (or \p Default).
+llvm::Expected<std::string> getChoiceOption(LearnOptionList Opts,
+                                            llvm::StringRef Placer,
+                                            llvm::StringRef Key,
+                                            llvm::StringRef Default,
+                                            llvm::ArrayRef<llvm::StringRef>
+                                                Choices);
+
+class PolicySearch {
+public:
+  /// \p DefaultSamples applies when the options set neither a sample nor a
+  /// time budget. \p Mu is the baseline's moving-average weight.
+  PolicySearch(const LearnTask &Task, const SearchOptions &Opts,
+               llvm::StringRef Name, uint64_t DefaultSamples,
+               double Mu = 0.99);
+
+  /// True once the budget is spent.
+  bool done() const;
+  /// Samples still allowed by the sample budget (unbounded: UINT64_MAX).
+  uint64_t samplesLeft() const;
+
+  /// Scores \p Placement, records it (best, curve, progress) and returns
+  /// its reward, -sqrt(step seconds), with the failing step time for a
+  /// placement that does not fit.
+  double evaluate(llvm::ArrayRef<uint32_t> Placement);
+  /// The step time (seconds, failing time when out of memory) of the last
+  /// evaluated placement.
+  double lastStepSeconds() const { return LastSeconds; }
+
+  /// Updates the baseline with \p Reward and returns the advantage
+  /// Reward - Baseline (Mars eq. 7: the first baseline is the first reward).
+  double advantage(double Reward);
+
+  uint64_t getSamples() const { return Result.Samples; }
+  double elapsed() const;
+  const SearchResult &getResult() const { return Result; }
+  /// Prints the final progress line and returns the result, or an error
+  /// when no placement was sampled.
+  llvm::Expected<SearchResult> finish();
+
+private:
+  void printProgress(bool Final);
+
+  const LearnTask &Task;
+  const SearchOptions &Opts;
+  std::string Name;
+  uint64_t SampleBudget;
+  double Mu;
+  double Baseline = 0;
+  bool HaveBaseline = false;
+  double LastSeconds = 0;
+  double LastPrinted = -1;
+  std::chrono::steady_clock::time_point Start;
+  SearchResult Result;
+};
+
+} // namespace dp
+
+#endif // DP_LIB_LEARN_POLICYSEARCH_H

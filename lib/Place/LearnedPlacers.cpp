@@ -1,0 +1,291 @@
+//===- LearnedPlacers.cpp - The learned placers of Placers.def ------------===//
+//
+// Part of the dp project.
+//
+//===----------------------------------------------------------------------===//
+//
+// What the learned placers of lib/Learn see of a placement problem: a
+// fixed-width feature row per unit (Mars 3.1: op type, input and output
+// shapes normalized by the largest dimension; Placeto: compute time and
+// output size), the unit graph, the topological order, and the simulator
+// as the score. Each placer of Placers.def here parses the options all
+// learned placers share and calls its search in lib/Learn.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Placers.h"
+#include "dp/Learn/Placers.h"
+#include "dp/Place/LearnTask.h"
+#include "dp/Support/Diagnostics.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSwitch.h"
+
+#include <algorithm>
+#include <cmath>
+
+using namespace llvm;
+
+namespace dp {
+
+/// The op kinds of the one-hot feature; an op counts as the kind of its
+/// forward op (dp::ConvGrad is a Conv), and "other" takes the rest.
+static const char *const OpKinds[] = {
+    "Conv",      "MatMul",    "Gemm",      "BatchNorm", "LayerNorm",
+    "Relu",      "Sigmoid",   "Tanh",      "Gelu",      "Softmax",
+    "Add",       "Sub",       "Mul",       "Div",       "Pow",
+    "Sqrt",      "MaxPool",   "AvgPool",   "Concat",    "Split",
+    "Slice",     "Gather",    "Reshape",   "Transpose", "Reduce",
+    "Dropout",   "Cast",      "Shape",     "Constant",  "Identity",
+    "Where",     "Expand",    "Recurrent", "Sum",       "Loss",
+    "Update",    "Control",   "other"};
+static constexpr unsigned NumOpKinds = std::size(OpKinds);
+/// Per unit: op-kind shares, backward share, output shape (4), input shape
+/// (4), fastest and slowest compute time, output bytes, memory, in- and
+/// out-degree.
+static constexpr unsigned NumFeatures = NumOpKinds + 1 + 4 + 4 + 6;
+
+static unsigned getOpKind(StringRef Type) {
+  if (Type.endswith("Grad"))
+    Type = Type.drop_back(4);
+  return StringSwitch<unsigned>(Type)
+      .Cases("Conv", "ConvTranspose", 0)
+      .Cases("MatMul", "Einsum", 1)
+      .Case("Gemm", 2)
+      .Cases("BatchNormalization", "InstanceNormalization", 3)
+      .Cases("LayerNormalization", "SkipLayerNormalization", 4)
+      .Cases("Relu", "LeakyRelu", "Clip", 5)
+      .Case("Sigmoid", 6)
+      .Case("Tanh", 7)
+      .Cases("Gelu", "Erf", 8)
+      .Cases("Softmax", "LogSoftmax", 9)
+      .Case("Add", 10)
+      .Cases("Sub", "Neg", 11)
+      .Case("Mul", 12)
+      .Cases("Div", "Reciprocal", 13)
+      .Case("Pow", 14)
+      .Case("Sqrt", 15)
+      .Cases("MaxPool", "GlobalMaxPool", 16)
+      .Cases("AveragePool", "GlobalAveragePool", 17)
+      .Case("Concat", 18)
+      .Case("Split", 19)
+      .Case("Slice", 20)
+      .Cases("Gather", "GatherElements", "ScatterND", 21)
+      .Cases("Reshape", "Flatten", "Squeeze", "Unsqueeze", 22)
+      .Case("Transpose", 23)
+      .Cases("ReduceMean", "ReduceSum", "ReduceMax", "ReduceSumSquare", 24)
+      .Case("Dropout", 25)
+      .Case("Cast", 26)
+      .Cases("Shape", "ConstantOfShape", "Range", 27)
+      .Case("Constant", 28)
+      .Case("Identity", 29)
+      .Cases("Where", "Equal", "Less", "Greater", "Not", 30)
+      .Cases("Expand", "Tile", 31)
+      .Cases("LSTM", "GRU", "RNN", 32)
+      .Case("Sum", 33)
+      .Cases("SoftmaxCrossEntropyLoss", "Loss", 34)
+      .Cases("SGD", "MomentumUpdate", "AdamUpdate", 35)
+      .Cases("If", "Loop", "Scan", 36)
+      .Default(NumOpKinds - 1);
+}
+
+/// The last four dims of \p T, right-aligned, over \p Largest.
+static void addShape(float *Row, const TensorType *T, double Largest) {
+  if (!T)
+    return;
+  unsigned Rank = T->getRank();
+  for (unsigned K = 0; K != 4 && K < Rank; ++K) {
+    int64_t D = T->Dims[Rank - 1 - K];
+    Row[3 - K] = D > 0 ? float(D / Largest) : 0;
+  }
+}
+
+/// log(1 + X) / log(1 + Max): times and sizes span orders of magnitude.
+static float logScale(double X, double Max) {
+  return Max > 0 ? float(std::log1p(X) / std::log1p(Max)) : 0;
+}
+
+LearnTask buildLearnTask(const PlacementProblem &P) {
+  const Graph &G = P.getGraph();
+  LearnTask T;
+  T.NumUnits = P.getNumUnits();
+  T.NumDevices = P.getNumDevices();
+  T.NumFeatures = NumFeatures;
+  T.Features.assign(size_t(T.NumUnits) * NumFeatures, 0);
+  T.OpTypeNames.assign(std::begin(OpKinds), std::end(OpKinds));
+  T.OpType.assign(T.NumUnits, NumOpKinds - 1);
+
+  double Largest = 1;
+  for (TensorId Id = 0, E = G.getNumTensors(); Id != E; ++Id)
+    for (int64_t D : G.getTensor(Id).Type.Dims)
+      Largest = std::max(Largest, double(D));
+  std::vector<double> MinTime(T.NumUnits), MaxTime(T.NumUnits),
+      OutBytes(T.NumUnits, 0);
+  std::vector<unsigned> InDegree(T.NumUnits, 0), OutDegree(T.NumUnits, 0);
+  double TimeScale = 0, BytesScale = 0, MemoryScale = 0, DegreeScale = 1;
+  for (unsigned U = 0; U != T.NumUnits; ++U) {
+    MinTime[U] = MaxTime[U] = P.getUnitTime(U, 0);
+    for (unsigned D = 1; D != T.NumDevices; ++D) {
+      MinTime[U] = std::min(MinTime[U], P.getUnitTime(U, D));
+      MaxTime[U] = std::max(MaxTime[U], P.getUnitTime(U, D));
+    }
+    TimeScale = std::max(TimeScale, MaxTime[U]);
+    MemoryScale = std::max(MemoryScale, double(P.getUnitMemory(U)));
+  }
+  for (const UnitEdge &E : P.getEdges()) {
+    T.Edges.push_back({E.From, E.To, double(E.Bytes)});
+    OutBytes[E.From] += double(E.Bytes);
+    ++OutDegree[E.From];
+    ++InDegree[E.To];
+  }
+  for (unsigned U = 0; U != T.NumUnits; ++U) {
+    BytesScale = std::max(BytesScale, OutBytes[U]);
+    DegreeScale = std::max({DegreeScale, double(InDegree[U]),
+                            double(OutDegree[U])});
+  }
+
+  for (unsigned U = 0; U != T.NumUnits; ++U) {
+    float *Row = &T.Features[size_t(U) * NumFeatures];
+    ArrayRef<uint32_t> Ops = P.getUnitOps(U);
+    unsigned Backward = 0;
+    std::vector<unsigned> Count(NumOpKinds, 0);
+    for (uint32_t O : Ops) {
+      const Op &TheOp = G.getOp(O);
+      ++Count[getOpKind(TheOp.Type)];
+      Backward += TheOp.Domain == "dp";
+    }
+    for (unsigned K = 0; K != NumOpKinds; ++K)
+      Row[K] = float(Count[K]) / Ops.size();
+    T.OpType[U] = std::max_element(Count.begin(), Count.end()) -
+                  Count.begin();
+    float *F = Row + NumOpKinds;
+    F[0] = float(Backward) / Ops.size();
+    const Op &First = G.getOp(Ops.front());
+    addShape(F + 1, First.Results.empty() ? nullptr
+                                          : getResultType(G, First, 0),
+             Largest);
+    addShape(F + 5, First.Operands.empty() ? nullptr
+                                           : getOperandType(G, First, 0),
+             Largest);
+    F[9] = logScale(MinTime[U] * 1e6, TimeScale * 1e6);
+    F[10] = logScale(MaxTime[U] * 1e6, TimeScale * 1e6);
+    F[11] = logScale(OutBytes[U], BytesScale);
+    F[12] = logScale(double(P.getUnitMemory(U)), MemoryScale);
+    F[13] = float(InDegree[U] / DegreeScale);
+    F[14] = float(OutDegree[U] / DegreeScale);
+  }
+  T.Order.assign(P.getTopologicalOrder().begin(),
+                 P.getTopologicalOrder().end());
+  T.Evaluate = [&P](ArrayRef<uint32_t> Placement) {
+    const SimResult &R = P.simulate(Placement);
+    return Evaluation{R.StepTime, R.OOM};
+  };
+  return T;
+}
+
+/// The options every learned placer takes, besides seconds= and evals=
+/// (which bounds the samples).
+static Expected<SearchOptions>
+getSearchOptions(const PlaceOptions &Opts,
+                 std::vector<std::pair<std::string, std::string>> &Own) {
+  SearchOptions S;
+  S.Seed = Opts.Seed;
+  S.Seconds = Opts.Seconds;
+  S.Samples = Opts.Evaluations;
+  S.Progress = Opts.Progress;
+  std::string Prefix = "place{algo=" + Opts.Algo + "}: ";
+  for (const auto &[Key, Value] : Opts.Extra) {
+    if (Key == "samples" || Key == "finetune" || Key == "threads") {
+      uint64_t N;
+      if (!to_integer(StringRef(Value), N, 10) || N == 0)
+        return makeError(Prefix + Key + " must be a positive integer, not '" +
+                         Value + "'");
+      if (Key == "samples")
+        S.Samples = N;
+      else if (Key == "finetune")
+        S.FinetuneSamples = N;
+      else
+        S.Threads = unsigned(std::min<uint64_t>(N, 256));
+      continue;
+    }
+    if (Key == "save" || Key == "load") {
+      if (Value.empty())
+        return makeError(Prefix + Key + "= needs a file name");
+      (Key == "save" ? S.SaveFile : S.LoadFile) = Value;
+      continue;
+    }
+    Own.emplace_back(Key, Value);
+  }
+  if (S.FinetuneSamples && S.LoadFile.empty())
+    return makeError(Prefix + "finetune= fine-tunes a loaded policy: give "
+                              "load=FILE too");
+  return S;
+}
+
+using LearnedSearchFn = Expected<SearchResult> (*)(const LearnTask &,
+                                                   const SearchOptions &,
+                                                   LearnOptions);
+
+static Expected<std::vector<uint32_t>>
+placeLearned(const PlacementProblem &P, const PlaceOptions &Opts,
+             LearnedSearchFn Search) {
+  std::vector<std::pair<std::string, std::string>> Own;
+  Expected<SearchOptions> S = getSearchOptions(Opts, Own);
+  if (!S)
+    return S.takeError();
+  LearnTask T = buildLearnTask(P);
+  Expected<SearchResult> R = Search(T, *S, Own);
+  if (!R)
+    return R.takeError();
+  if (Opts.Curve)
+    *Opts.Curve = std::move(R->Curve);
+  if (R->BestEval.OutOfMemory)
+    return makeNoFitErrorFromSim(P, Opts.Algo, R->Best,
+                                 P.simulate(R->Best));
+  return std::move(R->Best);
+}
+
+Expected<std::vector<uint32_t>> placeMars(const PlacementProblem &P,
+                                          const PlaceOptions &Opts) {
+  return placeLearned(P, Opts, searchMars);
+}
+
+/// Placeto's raw features (its section 2.2) of a unit are its run time and
+/// the size of its outputs: of buildLearnTask's row, the compute time on
+/// the fastest device (F[9]) and the output bytes (F[11]), log-scaled.
+/// Placeto adds the current device and the visited and current flags.
+static Expected<SearchResult> searchPlacetoOnCosts(const LearnTask &T,
+                                                   const SearchOptions &S,
+                                                   LearnOptions Opts) {
+  static constexpr unsigned Columns[] = {NumOpKinds + 1 + 9,
+                                         NumOpKinds + 1 + 11};
+  LearnTask Costs = T;
+  Costs.NumFeatures = std::size(Columns);
+  Costs.Features.clear();
+  for (unsigned U = 0; U != T.NumUnits; ++U)
+    for (unsigned C : Columns)
+      Costs.Features.push_back(T.Features[size_t(U) * T.NumFeatures + C]);
+  return searchPlaceto(Costs, S, Opts);
+}
+
+Expected<std::vector<uint32_t>> placePlaceto(const PlacementProblem &P,
+                                             const PlaceOptions &Opts) {
+  return placeLearned(P, Opts, searchPlacetoOnCosts);
+}
+
+Expected<std::vector<uint32_t>> placeColocRL(const PlacementProblem &P,
+                                             const PlaceOptions &Opts) {
+  return placeLearned(P, Opts, searchColocRL);
+}
+
+Expected<std::vector<uint32_t>> placeHierarchical(const PlacementProblem &P,
+                                                  const PlaceOptions &Opts) {
+  return placeLearned(P, Opts, searchHierarchical);
+}
+
+Expected<std::vector<uint32_t>> placeEAGLE(const PlacementProblem &P,
+                                           const PlaceOptions &Opts) {
+  return placeLearned(P, Opts, searchEAGLE);
+}
+
+} // namespace dp

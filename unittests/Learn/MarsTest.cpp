@@ -1,0 +1,183 @@
+//===- MarsTest.cpp - Mars on small problems with known optima ------------===//
+//
+// Part of the dp project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "DiagnosticsTestUtil.h"
+#include "PolicySearch.h"
+#include "dp/Learn/Placers.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+#include "gtest/gtest.h"
+
+#include <algorithm>
+#include <limits>
+#include <numeric>
+
+using namespace dp;
+
+namespace {
+
+/// A chain of units with given times on two devices; the step time is the
+/// busier device's load plus a cost per dataflow edge cut. Its optimum is
+/// found by trying every placement.
+struct ChainProblem {
+  std::vector<double> Times;
+  double CutCost;
+
+  double score(llvm::ArrayRef<uint32_t> P) const {
+    double Load[2] = {0, 0};
+    double Cut = 0;
+    for (size_t I = 0; I != P.size(); ++I) {
+      Load[P[I]] += Times[I];
+      if (I && P[I] != P[I - 1])
+        Cut += CutCost;
+    }
+    return std::max(Load[0], Load[1]) + Cut;
+  }
+
+  double optimum() const {
+    double Best = std::numeric_limits<double>::infinity();
+    std::vector<uint32_t> P(Times.size());
+    for (uint64_t Bits = 0; Bits != (uint64_t(1) << Times.size()); ++Bits) {
+      for (size_t I = 0; I != P.size(); ++I)
+        P[I] = (Bits >> I) & 1;
+      Best = std::min(Best, score(P));
+    }
+    return Best;
+  }
+
+  LearnTask task() const {
+    LearnTask T;
+    T.NumUnits = Times.size();
+    T.NumDevices = 2;
+    T.NumFeatures = 3;
+    for (size_t I = 0; I != Times.size(); ++I) {
+      T.Features.push_back(float(Times[I]));
+      T.Features.push_back(float(I) / Times.size());
+      T.Features.push_back(1);
+      T.Order.push_back(I);
+      T.OpType.push_back(0);
+      if (I)
+        T.Edges.push_back({uint32_t(I - 1), uint32_t(I), 1.0});
+    }
+    T.OpTypeNames = {"op"};
+    T.Evaluate = [this](llvm::ArrayRef<uint32_t> P) {
+      // Milliseconds-scale step times, as the simulator gives.
+      return Evaluation{score(P) * 1e-3, false};
+    };
+    return T;
+  }
+};
+
+const ChainProblem Chain12 = {{5, 1, 1, 4, 2, 1, 1, 3, 1, 2, 1, 2}, 1.5};
+
+std::vector<std::pair<std::string, std::string>> smallMars() {
+  return {{"hidden", "32"},  {"gcn-hidden", "32"}, {"segment", "4"},
+          {"pretrain", "20"}, {"lr", "0.001"}};
+}
+
+TEST(MarsTest, PPOReachesTheOptimumOfASmallProblem) {
+  LearnTask T = Chain12.task();
+  SearchOptions S;
+  S.Seed = 3;
+  S.Samples = 600;
+  S.Threads = 1;
+  llvm::Expected<SearchResult> R = searchMars(T, S, smallMars());
+  ASSERT_TRUE(bool(R)) << llvm::toString(R.takeError());
+  EXPECT_EQ(R->Samples, 600u);
+  EXPECT_NEAR(R->BestEval.StepSeconds, Chain12.optimum() * 1e-3, 1e-9);
+  // It learned: the last policy's samples are better on average than the
+  // first, uniformly random ones.
+  auto Mean = [&](size_t Begin, size_t End) {
+    double Sum = 0;
+    for (size_t I = Begin; I != End; ++I)
+      Sum += R->Curve[I].SampleSeconds;
+    return Sum / (End - Begin);
+  };
+  EXPECT_LT(Mean(550, 600), 0.85 * Mean(0, 50));
+}
+
+TEST(MarsTest, AFixedSeedGivesTheSamePlacement) {
+  LearnTask T = Chain12.task();
+  SearchOptions S;
+  S.Seed = 11;
+  S.Samples = 60;
+  S.Threads = 1;
+  llvm::Expected<SearchResult> A = searchMars(T, S, smallMars());
+  llvm::Expected<SearchResult> B = searchMars(T, S, smallMars());
+  ASSERT_TRUE(A && B);
+  EXPECT_EQ(A->Best, B->Best);
+  ASSERT_EQ(A->Curve.size(), B->Curve.size());
+  for (size_t I = 0; I != A->Curve.size(); ++I)
+    EXPECT_EQ(A->Curve[I].SampleSeconds, B->Curve[I].SampleSeconds) << I;
+}
+
+TEST(MarsTest, RejectsBadOptions) {
+  LearnTask T = Chain12.task();
+  SearchOptions S;
+  S.Samples = 1;
+  llvm::Expected<SearchResult> R = searchMars(T, S, {{"segment", "0"}});
+  ASSERT_FALSE(bool(R));
+  std::vector<test::Diag> Diags = test::collectErrors(R.takeError());
+  ASSERT_EQ(Diags.size(), 1u);
+  EXPECT_EQ(Diags[0].Message,
+            "place{algo=mars}: segment must be a positive integer, not '0'");
+  R = searchMars(T, S, {{"lr", "-1"}});
+  ASSERT_FALSE(bool(R));
+  Diags = test::collectErrors(R.takeError());
+  ASSERT_EQ(Diags.size(), 1u);
+  EXPECT_EQ(Diags[0].Message,
+            "place{algo=mars}: lr must be a number in (0, 1.0], not '-1'");
+}
+
+TEST(PolicySearchTest, BaselineFollowsMarsEquation7) {
+  LearnTask T = Chain12.task();
+  SearchOptions S;
+  PolicySearch Search(T, S, "test", 10, /*Mu=*/0.5);
+  // B1 = R1, so the first advantage is 0; then B2 = 0.5 R2 + 0.5 B1.
+  EXPECT_EQ(Search.advantage(-2.0), 0.0);
+  EXPECT_EQ(Search.advantage(-1.0), -1.0 - (-1.5));
+}
+
+TEST(PolicySearchTest, OutOfMemoryGetsTheFailingSignalAndLosesToAnyFit) {
+  LearnTask T;
+  T.NumUnits = 1;
+  T.NumDevices = 2;
+  T.Evaluate = [](llvm::ArrayRef<uint32_t> P) {
+    return P[0] == 0 ? Evaluation{0.001, true} : Evaluation{0.5, false};
+  };
+  SearchOptions S;
+  S.FailingSeconds = 100;
+  PolicySearch Search(T, S, "test", 2);
+  EXPECT_EQ(Search.evaluate({0}), -10.0);
+  EXPECT_EQ(Search.lastStepSeconds(), 100.0);
+  Search.evaluate({1});
+  EXPECT_TRUE(Search.done());
+  llvm::Expected<SearchResult> R = Search.finish();
+  ASSERT_TRUE(bool(R));
+  EXPECT_EQ(R->Best, std::vector<uint32_t>{1});
+  EXPECT_FALSE(R->BestEval.OutOfMemory);
+}
+
+TEST(PolicySearchTest, WritesTheCurveAsCSV) {
+  std::string Text;
+  llvm::raw_string_ostream OS(Text);
+  CurvePoint P;
+  P.Samples = 1;
+  P.Seconds = 0.5;
+  P.BestSeconds = std::numeric_limits<double>::infinity();
+  P.SampleSeconds = 100;
+  CurvePoint Q = P;
+  Q.Samples = 2;
+  Q.BestSeconds = 0.25;
+  Q.SampleSeconds = 0.25;
+  writeCurveCSV(OS, {P, Q});
+  EXPECT_EQ(OS.str(), "samples,seconds,best_seconds,sample_seconds\n"
+                      "1,0.5,,100.0\n"
+                      "2,0.5,0.25,0.25\n");
+}
+
+} // namespace
