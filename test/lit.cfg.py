@@ -30,3 +30,43 @@ config.substitutions.append(
     ("%protoc", "%s -I%s" % (config.protoc, config.onnx_proto_root)))
 # Every FileCheck run scopes its variables to CHECK-LABEL blocks.
 config.substitutions.append(("FileCheck", "FileCheck -enable-var-scope"))
+
+# The sanitizer build (DP_ENABLE_SANITIZERS): a sanitizer report aborts, so
+# that `not dp-opt` fails on it too (its default exit code is 1).
+if getattr(config, "dp_sanitizers", False):
+    config.available_features.add("asan")
+    for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"):
+        opts = config.environment.get(var, "")
+        config.environment[var] = ":".join(
+            o for o in ("abort_on_error=1", "print_stacktrace=1", opts) if o)
+# Debian's libonnx-testdata: the ONNX operator test models that
+# test/Import/onnx-testdata.test imports.
+onnx_testdata = "/usr/share/libonnx-testdata/data"
+if os.path.isdir(onnx_testdata):
+    config.available_features.add("onnx-testdata")
+    config.substitutions.append(("%onnx-testdata", onnx_testdata))
+config.substitutions.append(
+    ("%import-sweep", "%s %s" % (config.python_executable,
+                                 os.path.join(config.dp_src_root, "utils",
+                                              "import-sweep.py"))))
+
+# Optional tools that utils/setup.sh installs, so that CI runs the tests
+# that need them: Debian's python3-onnx (the real ONNX checker on emitted
+# models; always /usr/bin/python3, whose modules Debian manages, not the
+# python3 first on PATH) and graphviz (dot renders emitted graphs).
+import shutil
+import subprocess
+config.substitutions.append(("%onnx-python", "/usr/bin/python3"))
+# The build tree, for the test that installs from it (test/Install).
+config.substitutions.append(("%dp-obj", config.dp_obj_root))
+config.substitutions.append(("%emit-inputs",
+                             os.path.join(config.test_source_root, "Emit",
+                                          "Inputs")))
+if os.path.exists("/usr/bin/python3") and subprocess.call(
+        ["/usr/bin/python3", "-c", "import onnx"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) == 0:
+    config.available_features.add("python3-onnx")
+if shutil.which("dot"):
+    config.available_features.add("graphviz")
+if shutil.which("make"):
+    config.available_features.add("make")

@@ -16,6 +16,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/StringSaver.h"
 
 #include "onnx/checker.h"
@@ -84,7 +85,7 @@ static Error makeTextParseError(StringRef File, StringRef Message) {
   return makeFileError(File, Line, Col, "invalid ONNX text: " + Reason);
 }
 
-static Error readModel(MemoryBufferRef Buffer, onnx::ModelProto &Model) {
+Error readONNXModel(MemoryBufferRef Buffer, onnx::ModelProto &Model) {
   StringRef Bytes = Buffer.getBuffer();
   StringRef File = Buffer.getBufferIdentifier();
   if (Bytes.empty())
@@ -325,6 +326,9 @@ private:
   Error runChecker();
   Error runShapeInference();
   Expected<Graph> buildGraph();
+  /// Sets the `device` of the ops that the model's dp.placement metadata
+  /// entry places (a model written by emit{format=onnx}).
+  Error readPlacement(Graph &G);
 
   void addError(Error E) { Errors.add(std::move(E)); }
   Error takeErrors() { return Errors.take(); }
@@ -382,7 +386,11 @@ Error ONNXImporter::checkHeader() {
   StringRef File = Buffer.getBufferIdentifier();
   if (!Model->has_graph())
     return makeFileError(File, 0, 0, "not an ONNX model: it has no graph");
-  if (Model->ir_version() <= 0)
+  if (Model->ir_version() < 0)
+    return makeFileError(File, 0, 0,
+                         "not an ONNX model: ir_version " +
+                             Twine(Model->ir_version()) + " is negative");
+  if (Model->ir_version() == 0)
     return makeFileError(File, 0, 0,
                          "not an ONNX model: ir_version is missing");
   return Error::success();
@@ -538,8 +546,7 @@ static bool hasSubgraphs(const onnx::NodeProto &N) {
   });
 }
 
-Error ONNXImporter::computeNodeNames() {
-  onnx::GraphProto &G = *Model->mutable_graph();
+std::vector<std::string> getONNXNodeNames(const onnx::GraphProto &G) {
   int NumNodes = G.node_size();
   // How often each explicit name occurs; names point into the model.
   DenseMap<StringRef, unsigned> Explicit;
@@ -550,14 +557,17 @@ Error ONNXImporter::computeNodeNames() {
 
   // Unique explicit names stay; other nodes get "<OpType>_<index>" (or
   // "<name>.<k>" for a repeated name), never taking an explicit name.
+  BumpPtrAllocator Alloc;
+  StringSaver Saver(Alloc);
   DenseSet<StringRef> Taken;
   Taken.reserve(NumNodes);
-  std::vector<std::string> NewNames(NumNodes);
-  std::vector<bool> Renamed(NumNodes, false);
+  std::vector<std::string> Names(NumNodes);
   for (int I = 0; I != NumNodes; ++I) {
     const std::string &N = G.node(I).name();
-    if (!N.empty() && Explicit.lookup(N) == 1)
+    if (!N.empty() && Explicit.lookup(N) == 1) {
       Taken.insert(N);
+      Names[I] = N;
+    }
   }
   for (int I = 0; I != NumNodes; ++I) {
     const onnx::NodeProto &N = G.node(I);
@@ -574,21 +584,28 @@ Error ONNXImporter::computeNodeNames() {
          Taken.contains(Name) || (Name != N.name() && Explicit.count(Name));
          ++Suffix)
       Name = Base + "." + std::to_string(Suffix);
-    NewNames[I] = std::move(Name);
-    Renamed[I] = true;
-    Taken.insert(Saver.save(NewNames[I]));
+    Names[I] = std::move(Name);
+    Taken.insert(Saver.save(Names[I]));
   }
+  return Names;
+}
+
+Error ONNXImporter::computeNodeNames() {
+  onnx::GraphProto &G = *Model->mutable_graph();
+  int NumNodes = G.node_size();
+  std::vector<std::string> NewNames = getONNXNodeNames(G);
   // The working copy carries the unique names from here on, so that the
   // checker's and shape inference's messages name every node.
   SourceNames.resize(NumNodes);
+  RenamedNodes.assign(NumNodes, false);
   for (int I = 0; I != NumNodes; ++I) {
-    if (!Renamed[I])
-      continue;
     onnx::NodeProto &N = *G.mutable_node(I);
+    if (NewNames[I] == N.name())
+      continue;
+    RenamedNodes[I] = true;
     SourceNames[I] = N.name();
     N.set_name(std::move(NewNames[I]));
   }
-  RenamedNodes = std::move(Renamed);
   return Error::success();
 }
 
@@ -663,6 +680,12 @@ Error ONNXImporter::sortNodes() {
       if (AddDep(I, In))
         ImplicitInputs[I].push_back(In);
   }
+  // The checker lets a graph output that nothing produces through.
+  for (const auto &VI : G.output())
+    if (!Producer.count(VI.name()))
+      addError(makeTensorError("", VI.name(),
+                               "graph output that no node, graph input or "
+                               "weight produces"));
   if (Error E = takeErrors())
     return E;
   // Exporters write nodes in dataflow order: then there is nothing to sort.
@@ -816,11 +839,11 @@ static std::string describeNonStatic(const onnx::TypeProto *TP) {
   if (!TP)
     return "no type was inferred for this tensor";
   if (!TP->has_tensor_type())
-    return "only tensors are supported, and this is a " +
-           std::string(TP->has_sequence_type()  ? "sequence"
-                       : TP->has_map_type()     ? "map"
-                       : TP->has_optional_type() ? "optional"
-                                                 : "non-tensor value");
+    return "only tensors are supported, and this is " +
+           std::string(TP->has_sequence_type()  ? "a sequence"
+                       : TP->has_map_type()     ? "a map"
+                       : TP->has_optional_type() ? "an optional"
+                                                 : "a non-tensor value");
   const auto &TT = TP->tensor_type();
   if (!isValidDType(TT.elem_type()))
     return "the tensor has no known element type";
@@ -830,6 +853,15 @@ static std::string describeNonStatic(const onnx::TypeProto *TP) {
     const auto &D = TT.shape().dim(I);
     if (D.has_dim_value() && D.dim_value() >= 0)
       continue;
+    if (D.has_dim_value())
+      return "dimension " + std::to_string(I) + " is negative (" +
+             std::to_string(D.dim_value()) + ")";
+    // Shape inference names the sizes it cannot know "unk__<n>": they
+    // depend on tensor values, not on input dimensions that could be set.
+    if (D.has_dim_param() && StringRef(D.dim_param()).startswith("unk__"))
+      return "dimension " + std::to_string(I) +
+             " depends on tensor values that are only known when the model "
+             "runs";
     if (D.has_dim_param())
       return "dimension " + std::to_string(I) + " is symbolic ('" +
              D.dim_param() + "'); set it with import-onnx{dim=" +
@@ -948,11 +980,56 @@ Expected<Graph> ONNXImporter::buildGraph() {
   }
   if (Error E = takeErrors())
     return std::move(E);
+  if (Error E = readPlacement(G))
+    return std::move(E);
   return std::move(G);
 }
 
+Error ONNXImporter::readPlacement(Graph &G) {
+  StringRef File = Buffer.getBufferIdentifier();
+  for (const onnx::StringStringEntryProto &Entry : Model->metadata_props()) {
+    if (Entry.key() != ONNXPlacementKey)
+      continue;
+    Expected<json::Value> V = json::parse(Entry.value());
+    const json::Object *Map = V ? V->getAsObject() : nullptr;
+    if (!V)
+      consumeError(V.takeError());
+    if (!Map)
+      return makeFileError(File, 0, 0,
+                           "metadata '" + ONNXPlacementKey +
+                               "' is not a JSON object mapping node names "
+                               "to device names");
+    // JSON objects are unordered: report in a stable order.
+    std::vector<std::string> Keys;
+    for (const auto &KV : *Map)
+      Keys.push_back(KV.first.str());
+    llvm::sort(Keys);
+    std::vector<std::pair<OpId, std::string>> Devices;
+    for (const std::string &Key : Keys) {
+      OpId O = G.lookupOp(Key);
+      Optional<StringRef> Dev = Map->get(Key)->getAsString();
+      if (O == NoId || !Dev || Dev->empty()) {
+        addError(makeFileError(
+            File, 0, 0,
+            "metadata '" + ONNXPlacementKey + "': " +
+                (O == NoId ? "the model has no node '" + Key + "'"
+                           : "the device of node '" + Key +
+                                 "' is not a device name")));
+        continue;
+      }
+      Devices.emplace_back(O, Dev->str());
+    }
+    if (Error E = takeErrors())
+      return E;
+    llvm::sort(Devices);
+    for (auto &[O, Dev] : Devices)
+      G.getOp(O).Annotations.set("device", Attribute::getString(Dev));
+  }
+  return Error::success();
+}
+
 Expected<Graph> ONNXImporter::run() {
-  if (Error E = phase("parse", [&] { return readModel(Buffer, *Model); }))
+  if (Error E = phase("parse", [&] { return readONNXModel(Buffer, *Model); }))
     return std::move(E);
   if (Error E = phase("prepare", [&] {
         if (Error E = checkHeader())

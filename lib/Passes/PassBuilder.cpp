@@ -7,6 +7,7 @@
 #include "dp/Passes/PassBuilder.h"
 #include "dp/Colocate/Colocate.h"
 #include "dp/Cost/CostAnnotate.h"
+#include "dp/Emit/EmitPass.h"
 #include "dp/IR/Summary.h"
 #include "dp/IR/Verifier.h"
 #include "dp/Import/ONNXImporter.h"

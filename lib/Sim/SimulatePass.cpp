@@ -40,8 +40,7 @@ static size_t countGroups(const Graph &G) {
   return Groups.size();
 }
 
-/// "gpu:0->switch0" for a channel.
-static std::string channelName(const Cluster &C, unsigned Ch) {
+std::string getChannelName(const Cluster &C, unsigned Ch) {
   const Link &L = C.getLinks()[Ch / 2];
   auto NodeName = [&](unsigned N) -> std::string {
     unsigned D = C.getNumDevices();
@@ -51,7 +50,7 @@ static std::string channelName(const Cluster &C, unsigned Ch) {
   return L.Name + " " + NodeName(From) + "->" + NodeName(To);
 }
 
-static std::string formatTime(double Seconds) {
+std::string formatSeconds(double Seconds) {
   if (Seconds >= 1)
     return formatv("{0:F3} s", Seconds).str();
   if (Seconds >= 1e-3)
@@ -59,17 +58,51 @@ static std::string formatTime(double Seconds) {
   return formatv("{0:F3} us", Seconds * 1e6).str();
 }
 
+SingleDeviceBaseline computeSingleDeviceBaseline(const SimGraph &SG) {
+  SingleDeviceBaseline B;
+  Simulator Sim(SG);
+  SimResult R;
+  std::vector<uint32_t> Placement(SG.getNumOps());
+  for (unsigned Dev = 0, E = SG.getNumDevices(); Dev != E; ++Dev) {
+    std::fill(Placement.begin(), Placement.end(), Dev);
+    Sim.run(Placement, R);
+    if (Dev == 0 || R.StepTime < B.FastestTime) {
+      B.FastestDevice = Dev;
+      B.FastestTime = R.StepTime;
+    }
+    if (!R.OOM && (B.Device < 0 || R.StepTime < B.StepTime)) {
+      B.Device = Dev;
+      B.StepTime = R.StepTime;
+    }
+  }
+  return B;
+}
+
 void printSimulationReport(raw_ostream &OS, const Graph &G, const Cluster &C,
-                           const SimResult &R, const LowerBounds &LB) {
+                           const SimResult &R, const LowerBounds &LB,
+                           const SingleDeviceBaseline *Baseline) {
   const AttributeList &GA = G.getAnnotations();
   OS << "simulated step of '" << G.getName() << "' on cluster '"
      << C.getName() << "' (placer: "
      << getStringAnnotation(GA, "placer", "given") << ")\n";
-  OS << "  step time:    " << formatTime(R.StepTime) << '\n';
+  OS << "  step time:    " << formatSeconds(R.StepTime) << '\n';
   double Gap = LB.best() > 0 ? (R.StepTime / LB.best() - 1) * 100 : 0;
-  OS << "  lower bound:  " << formatTime(LB.best()) << " (critical path "
-     << formatTime(LB.CriticalPath) << ", work / devices "
-     << formatTime(LB.Work) << "); gap " << format("%.1f", Gap) << " %\n";
+  OS << "  lower bound:  " << formatSeconds(LB.best()) << " (critical path "
+     << formatSeconds(LB.CriticalPath) << ", work / devices "
+     << formatSeconds(LB.Work) << "); gap " << format("%.1f", Gap) << " %\n";
+  if (Baseline) {
+    OS << "  speed-up:     ";
+    if (Baseline->Device < 0)
+      OS << "no single device holds the step (the fastest, "
+         << C.getDevices()[Baseline->FastestDevice].Name << ", would take "
+         << formatSeconds(Baseline->FastestTime) << ")\n";
+    else
+      OS << format("%.2f", R.StepTime > 0 ? Baseline->StepTime / R.StepTime
+                                          : 0.0)
+         << "x over the best single device ("
+         << C.getDevices()[Baseline->Device].Name << ", "
+         << formatSeconds(Baseline->StepTime) << ")\n";
+  }
   if (R.OOM) {
     const Device &Dev = C.getDevices()[R.OOMDevice];
     OS << "  memory:       OUT OF MEMORY on " << Dev.Name << ": at op '"
@@ -90,7 +123,7 @@ void printSimulationReport(raw_ostream &OS, const Graph &G, const Cluster &C,
     OS << "    " << left_justify(C.getDevices()[D].Name, NameWidth + 2)
        << left_justify(C.getDeviceType(D).Name, TypeWidth + 2) << "ops "
        << format("%6u", R.OpCount[D]) << "   busy "
-       << right_justify(formatTime(R.BusyTime[D]), 12) << " ("
+       << right_justify(formatSeconds(R.BusyTime[D]), 12) << " ("
        << format("%5.1f", Load) << " %)   peak "
        << right_justify(formatBytes(R.PeakBytes[D]), 10) << " / "
        << formatBytes(C.getDeviceType(D).MemoryBytes) << '\n';
@@ -104,7 +137,7 @@ void printSimulationReport(raw_ostream &OS, const Graph &G, const Cluster &C,
     if (!AnyLink)
       OS << "  link traffic:\n";
     AnyLink = true;
-    OS << "    " << left_justify(channelName(C, Ch), 36) << ' '
+    OS << "    " << left_justify(getChannelName(C, Ch), 36) << ' '
        << formatBytes(R.ChannelBytes[Ch]) << '\n';
   }
   if (R.CriticalPath.empty())
@@ -120,7 +153,7 @@ void printSimulationReport(raw_ostream &OS, const Graph &G, const Cluster &C,
      << Shown << " longest:\n";
   for (unsigned I = 0; I != Shown; ++I) {
     const Op &Node = G.getOp(Path[I]);
-    OS << "    " << right_justify(formatTime(Dur(Path[I])), 12) << "  "
+    OS << "    " << right_justify(formatSeconds(Dur(Path[I])), 12) << "  "
        << Node.Name << " (" << G.getQualifiedType(Path[I]) << ")\n";
   }
 }
@@ -128,8 +161,16 @@ void printSimulationReport(raw_ostream &OS, const Graph &G, const Cluster &C,
 void writeSummaryJSON(raw_ostream &OS, const Graph &G, const Cluster &C,
                       const SimResult &R, const LowerBounds &LB,
                       Optional<double> SearchSeconds) {
-  const AttributeList &GA = G.getAnnotations();
   json::OStream J(OS, 2);
+  writeSummary(J, G, C, R, LB, SearchSeconds);
+  J.flush();
+  OS << '\n';
+}
+
+void writeSummary(json::OStream &J, const Graph &G, const Cluster &C,
+                  const SimResult &R, const LowerBounds &LB,
+                  Optional<double> SearchSeconds) {
+  const AttributeList &GA = G.getAnnotations();
   J.object([&] {
     J.attribute("model", G.getName());
     J.attribute("cluster", C.getName());
@@ -166,7 +207,6 @@ void writeSummaryJSON(raw_ostream &OS, const Graph &G, const Cluster &C,
     else
       J.attribute("search_seconds", nullptr);
   });
-  OS << '\n';
 }
 
 void writeChromeTrace(raw_ostream &OS, const Graph &G, const Cluster &C,
@@ -194,7 +234,7 @@ void writeChromeTrace(raw_ostream &OS, const Graph &G, const Cluster &C,
                  ")");
       Meta("process_name", D + 1, 0, "links");
       for (unsigned Ch = 0, E = C.getNumChannels(); Ch != E; ++Ch)
-        Meta("thread_name", D + 1, Ch, channelName(C, Ch));
+        Meta("thread_name", D + 1, Ch, getChannelName(C, Ch));
 
       std::vector<uint32_t> Placement(G.getNumOps(), 0);
       if (Expected<std::vector<uint32_t>> P = getPlacement(G, C))
@@ -245,7 +285,8 @@ void writeChromeTrace(raw_ostream &OS, const Graph &G, const Cluster &C,
   OS << '\n';
 }
 
-Error applyPlacementFile(Graph &G, const Cluster &C, StringRef Path) {
+Expected<std::vector<uint32_t>>
+readPlacementFile(const Graph &G, const Cluster &C, StringRef Path) {
   ErrorOr<std::unique_ptr<MemoryBuffer>> Buf = MemoryBuffer::getFile(Path);
   if (!Buf)
     return makeFileError(Path, 0, 0, "cannot read the placement: " +
@@ -297,10 +338,17 @@ Error applyPlacementFile(Graph &G, const Cluster &C, StringRef Path) {
                            Twine(Missing) + " ops have no device in the "
                                             "placement"));
   if (Error E = Errs.take())
-    return E;
+    return std::move(E);
+  return std::vector<uint32_t>(Chosen.begin(), Chosen.end());
+}
+
+Error applyPlacementFile(Graph &G, const Cluster &C, StringRef Path) {
+  Expected<std::vector<uint32_t>> Chosen = readPlacementFile(G, C, Path);
+  if (!Chosen)
+    return Chosen.takeError();
   for (OpId O = 0, E = G.getNumOps(); O != E; ++O)
     G.getOp(O).Annotations.set(
-        "device", Attribute::getString(C.getDevices()[Chosen[O]].Name));
+        "device", Attribute::getString(C.getDevices()[(*Chosen)[O]].Name));
   G.getAnnotations().set("placer", Attribute::getString("file"));
   return Error::success();
 }

@@ -31,7 +31,18 @@
 #include <utility>
 #include <vector>
 
+namespace onnx {
+class GraphProto;
+class ModelProto;
+} // namespace onnx
+
 namespace dp {
+
+/// The key of the model metadata entry in which a placed model records the
+/// device of each node: a JSON object from node names (as getONNXNodeNames
+/// gives them) to device names (docs/emit.md). import-onnx sets the
+/// `device` annotation of those nodes' ops from it.
+constexpr llvm::StringLiteral ONNXPlacementKey = "dp.placement";
 
 struct ImportOptions {
   /// Sets dimension 0 of the graph inputs to this value: of those whose
@@ -48,6 +59,18 @@ struct ImportOptions {
 llvm::Expected<Graph> importONNX(llvm::MemoryBufferRef Buffer,
                                  const ImportOptions &Opts = {},
                                  llvm::TimerGroup *Timers = nullptr);
+
+/// Parses the ONNX model in \p Buffer (binary protobuf or ONNX text syntax)
+/// into \p Model, without checking it. Errors name the buffer.
+llvm::Error readONNXModel(llvm::MemoryBufferRef Buffer,
+                          onnx::ModelProto &Model);
+
+/// The unique name dp gives each node of \p G, by node index: a node's own
+/// name when it is non-empty and unique in \p G, otherwise
+/// "<OpType>_<index>" (or "<name>.<k>" for a repeated name), never a name
+/// that another node has. The op that import-onnx makes of a node has
+/// this name.
+std::vector<std::string> getONNXNodeNames(const onnx::GraphProto &G);
 
 /// Whether \p Bytes looks like ONNX text syntax rather than a binary
 /// protobuf (only printable text in its first bytes).

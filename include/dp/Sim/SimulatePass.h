@@ -19,6 +19,10 @@
 #include "dp/IR/PassManager.h"
 #include "dp/Sim/Simulator.h"
 
+#include "llvm/Support/JSON.h"
+
+#include <string>
+
 namespace dp {
 
 class SimulatePass {
@@ -33,6 +37,12 @@ public:
 llvm::Error applyPlacementFile(Graph &G, const Cluster &C,
                                llvm::StringRef Path);
 
+/// Reads a placement file ({"placement": {"<op name>": "<device name>"}})
+/// into a device index per op, without changing \p G. Every op must be
+/// placed; unknown ops and devices are errors naming the JSON path.
+llvm::Expected<std::vector<uint32_t>>
+readPlacementFile(const Graph &G, const Cluster &C, llvm::StringRef Path);
+
 /// Writes the JSON summary of a simulated step (docs/simulator.md).
 /// \p SearchSeconds is the placement's search time when this run placed
 /// the graph (null in the JSON otherwise).
@@ -40,16 +50,44 @@ void writeSummaryJSON(llvm::raw_ostream &OS, const Graph &G,
                       const Cluster &C, const SimResult &R,
                       const LowerBounds &LB,
                       llvm::Optional<double> SearchSeconds);
+/// Writes the same summary as one JSON object value into \p J, so that
+/// other outputs can embed it.
+void writeSummary(llvm::json::OStream &J, const Graph &G, const Cluster &C,
+                  const SimResult &R, const LowerBounds &LB,
+                  llvm::Optional<double> SearchSeconds);
 
 /// Writes a Chrome trace (chrome://tracing, Perfetto): one track per
 /// device and one per link direction.
 void writeChromeTrace(llvm::raw_ostream &OS, const Graph &G,
                       const Cluster &C, const SimResult &R);
 
-/// Writes the human report of a simulated step.
+/// The fastest placement of a whole step on one device: what the
+/// speed-up of a placement is measured against.
+struct SingleDeviceBaseline {
+  /// The fastest device on which the step fits in memory, or -1 when it
+  /// fits on none.
+  int Device = -1;
+  double StepTime = 0;
+  /// The fastest device regardless of memory, and its step time.
+  unsigned FastestDevice = 0;
+  double FastestTime = 0;
+};
+/// Simulates the step of \p SG on each device alone.
+SingleDeviceBaseline computeSingleDeviceBaseline(const SimGraph &SG);
+
+/// Writes the human report of a simulated step. With \p Baseline, it says
+/// the speed-up over the best single device too.
 void printSimulationReport(llvm::raw_ostream &OS, const Graph &G,
                            const Cluster &C, const SimResult &R,
-                           const LowerBounds &LB);
+                           const LowerBounds &LB,
+                           const SingleDeviceBaseline *Baseline = nullptr);
+
+/// "pcie0 gpu:0->switch0": the link of channel \p Channel of \p C and its
+/// direction.
+std::string getChannelName(const Cluster &C, unsigned Channel);
+
+/// "1.234 ms": seconds with three decimals in s, ms or us.
+std::string formatSeconds(double Seconds);
 
 } // namespace dp
 

@@ -1,0 +1,416 @@
+//===- EmitPass.cpp - The emit pass ---------------------------------------===//
+//
+// Part of the dp project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dp/Emit/EmitPass.h"
+#include "dp/Emit/Emit.h"
+#include "dp/Emit/PlacedModel.h"
+#include "dp/IR/Bytecode.h"
+#include "dp/IR/TextFormat.h"
+#include "dp/Sim/SimulatePass.h"
+#include "dp/Support/Diagnostics.h"
+#include "dp/Support/FileOutput.h"
+
+#include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+
+#include "onnx/onnx_pb.h"
+
+using namespace llvm;
+
+namespace dp {
+
+namespace {
+struct FormatInfo {
+  StringLiteral Name;
+  /// Appended to the output prefix.
+  StringLiteral Suffix;
+  StringLiteral Description;
+};
+} // namespace
+
+static const FormatInfo Formats[NumEmitFormats] = {
+    {"onnx", ".placed.onnx", "placed ONNX model"},
+    {"split", ".split.json", "split manifest"},
+    {"json", ".placement.json", "placement JSON"},
+    {"device-map", ".device_map.json", "PyTorch device_map"},
+    {"trace", ".trace.json", "Chrome trace"},
+    {"dot", ".dot", "Graphviz graph"},
+    {"report", ".report.txt", "report"},
+    {"html", ".report.html", "HTML report"},
+};
+
+StringRef getEmitFormatName(EmitFormatKind K) {
+  return Formats[static_cast<unsigned>(K)].Name;
+}
+
+static std::string listFormats() {
+  std::string Names;
+  for (const FormatInfo &F : Formats)
+    Names += (Names.empty() ? "" : ", ") + F.Name.str();
+  return Names;
+}
+
+static int lookupFormat(StringRef Name) {
+  for (unsigned I = 0; I != NumEmitFormats; ++I)
+    if (Formats[I].Name == Name)
+      return I;
+  return -1;
+}
+
+Expected<EmitOptions>
+EmitPass::parseOptions(ArrayRef<std::pair<std::string, std::string>> KVs) {
+  EmitOptions Opts;
+  bool Any = false;
+  for (const auto &[Key, Value] : KVs) {
+    if (Key == "format") {
+      SmallVector<StringRef, 8> Names;
+      StringRef(Value).split(Names, '+');
+      for (StringRef Name : Names) {
+        int F = lookupFormat(Name.trim());
+        if (F < 0)
+          return makeError("emit: unknown format '" + Name.trim() +
+                           "' (formats: " + listFormats() +
+                           "; join several with '+')");
+        Opts.Formats[F] = true;
+        Any = true;
+      }
+      continue;
+    }
+    if (Key == "out") {
+      Opts.Out = Value;
+      continue;
+    }
+    if (Key == "model") {
+      Opts.Model = Value;
+      continue;
+    }
+    if (Key == "render") {
+      if (Value != "svg")
+        return makeError("emit: render takes 'svg' (Graphviz renders the "
+                         "dot format to SVG), not '" +
+                         Value + "'");
+      Opts.RenderSVG = true;
+      Opts.Formats[unsigned(EmitFormatKind::Dot)] = true;
+      Any = true;
+      continue;
+    }
+    int F = lookupFormat(Key);
+    if (F < 0)
+      return makeError("emit: unknown option '" + Key +
+                       "' (expected format=, out=, model=, render=svg, or "
+                       "a format's name with its file: " +
+                       listFormats() + ")");
+    Opts.Formats[F] = true;
+    Opts.Paths[F] = Value;
+    Any = true;
+  }
+  if (!Any)
+    return makeError("emit: name what to write with format=F+F... (" +
+                     listFormats() + ")");
+  return Opts;
+}
+
+void EmitPass::printPipeline(raw_ostream &OS) const {
+  OS << name() << '{';
+  ListSeparator LS(",");
+  std::string Plain;
+  for (unsigned I = 0; I != NumEmitFormats; ++I)
+    if (Opts.Formats[I] && Opts.Paths[I].empty() &&
+        !(I == unsigned(EmitFormatKind::Dot) && Opts.RenderSVG))
+      Plain += (Plain.empty() ? "" : "+") + Formats[I].Name.str();
+  if (!Plain.empty())
+    OS << LS << "format=" << Plain;
+  if (!Opts.Out.empty())
+    OS << LS << "out=" << Opts.Out;
+  if (!Opts.Model.empty())
+    OS << LS << "model=" << Opts.Model;
+  for (unsigned I = 0; I != NumEmitFormats; ++I)
+    if (!Opts.Paths[I].empty())
+      OS << LS << Formats[I].Name << '=' << Opts.Paths[I];
+  if (Opts.RenderSVG)
+    OS << LS << "render=svg";
+  OS << '}';
+}
+
+/// The output prefix: out= as given, or in the directory it names, the
+/// input's file name without its extension.
+static Expected<std::string> getOutputPrefix(const EmitOptions &Opts,
+                                             const Graph &G,
+                                             const PassContext &Ctx) {
+  StringRef Input = Ctx.Input.getBufferIdentifier();
+  std::string Stem = Input.empty() || Input == "-" || Input == "<stdin>"
+                         ? G.getName().str()
+                         : sys::path::stem(Input).str();
+  StringRef Out = Opts.Out;
+  SmallString<256> Prefix;
+  if (Out.empty() || Out.endswith("/") || sys::fs::is_directory(Out)) {
+    Prefix = Out;
+    sys::path::append(Prefix, Stem);
+  } else {
+    Prefix = Out;
+  }
+  StringRef Dir = sys::path::parent_path(Prefix);
+  if (!Dir.empty() && !sys::fs::is_directory(Dir))
+    return makeError("emit: out=" + Out + ": directory '" + Dir +
+                     "' does not exist");
+  return std::string(Prefix);
+}
+
+/// "gpu:0" -> "gpu_0": a device name as part of a file name.
+static std::string sanitizeForFileName(StringRef Name) {
+  std::string Out;
+  for (char Ch : Name)
+    Out += isAlnum(Ch) || Ch == '-' || Ch == '_' || Ch == '.' ? Ch : '_';
+  return Out;
+}
+
+namespace {
+/// Writes the files of one emit run and remembers them for the report.
+class Emitter {
+public:
+  Emitter(const EmitOptions &Opts, std::string Prefix)
+      : Opts(Opts), Prefix(std::move(Prefix)) {}
+
+  std::string getPath(EmitFormatKind K) const {
+    unsigned I = static_cast<unsigned>(K);
+    return Opts.Paths[I].empty() ? Prefix + Formats[I].Suffix.str()
+                                 : Opts.Paths[I];
+  }
+  const std::string &getPrefix() const { return Prefix; }
+
+  Error write(StringRef Path, StringRef What,
+              function_ref<void(raw_ostream &)> Body) {
+    if (Error E = writeFileAtomically(Path, Body))
+      return E;
+    Written.emplace_back(Path.str(), What.str());
+    return Error::success();
+  }
+  void wrote(StringRef Path, StringRef What) {
+    Written.emplace_back(Path.str(), What.str());
+  }
+  ArrayRef<std::pair<std::string, std::string>> getWritten() const {
+    return Written;
+  }
+
+private:
+  const EmitOptions &Opts;
+  std::string Prefix;
+  std::vector<std::pair<std::string, std::string>> Written;
+};
+} // namespace
+
+/// Renders \p DotPath to \p SVGPath with Graphviz's \p Dot, atomically.
+static Error renderSVG(StringRef Dot, StringRef DotPath, StringRef SVGPath) {
+  SmallString<256> Temp(SVGPath);
+  Temp += ".tmp-%%%%%%";
+  int FD;
+  if (std::error_code EC = sys::fs::createUniqueFile(Temp, FD, Temp))
+    return makeFileError(SVGPath, 0, 0,
+                         "cannot create the output: " + EC.message());
+  sys::fs::closeFile(FD);
+  std::string ErrMsg;
+  SmallVector<StringRef, 6> Args = {Dot, "-Tsvg", "-o", Temp, DotPath};
+  int RC = sys::ExecuteAndWait(Dot, Args, None, {}, 0, 0, &ErrMsg);
+  if (RC != 0) {
+    sys::fs::remove(Temp);
+    return makeFileError(DotPath, 0, 0,
+                         "emit{render=svg}: Graphviz's dot failed" +
+                             (ErrMsg.empty()
+                                  ? Twine(" (exit status ") + Twine(RC) + ")"
+                                  : ": " + Twine(ErrMsg)));
+  }
+  if (std::error_code EC = sys::fs::rename(Temp, SVGPath)) {
+    sys::fs::remove(Temp);
+    return makeFileError(SVGPath, 0, 0,
+                         "cannot write the output: " + EC.message());
+  }
+  return Error::success();
+}
+
+/// The user's ONNX model: model= if given, else the pipeline's input.
+static Expected<std::unique_ptr<MemoryBuffer>>
+getUserModel(const EmitOptions &Opts, const PassContext &Ctx,
+             EmitFormatKind Why) {
+  if (!Opts.Model.empty()) {
+    ErrorOr<std::unique_ptr<MemoryBuffer>> Buf =
+        MemoryBuffer::getFile(Opts.Model, /*IsText=*/false,
+                              /*RequiresNullTerminator=*/false);
+    if (!Buf)
+      return makeFileError(Opts.Model, 0, 0,
+                           "emit: cannot read the model: " +
+                               Buf.getError().message());
+    return std::move(*Buf);
+  }
+  StringRef Bytes = Ctx.Input.getBuffer();
+  if (Bytes.empty() || isBytecode(Bytes) || looksLikeGraphText(Bytes))
+    return makeError("emit{format=" + getEmitFormatName(Why) +
+                     "} needs the user's ONNX model, and the input is dp "
+                     "IR: name the model with model=FILE");
+  return MemoryBuffer::getMemBuffer(Ctx.Input,
+                                    /*RequiresNullTerminator=*/false);
+}
+
+Error EmitPass::run(Graph &G, PassContext &Ctx) {
+  if (!Ctx.TheCluster)
+    return makeError("emit needs a cluster: pass -cluster=<preset|file>");
+  const Cluster &C = *Ctx.TheCluster;
+  Expected<std::string> Prefix = getOutputPrefix(Opts, G, Ctx);
+  if (!Prefix)
+    return Prefix.takeError();
+  for (unsigned I = 0; I != NumEmitFormats; ++I) {
+    if (Opts.Paths[I].empty() || Opts.Paths[I] == "-")
+      continue;
+    StringRef Dir = sys::path::parent_path(Opts.Paths[I]);
+    if (!Dir.empty() && !sys::fs::is_directory(Dir))
+      return makeError("emit: " + Formats[I].Name + "=" + Opts.Paths[I] +
+                       ": directory '" + Dir + "' does not exist");
+  }
+  std::string Dot;
+  if (Opts.RenderSVG) {
+    ErrorOr<std::string> Found = sys::findProgramByName("dot");
+    if (!Found)
+      return makeError("emit{render=svg}: Graphviz's 'dot' is not on PATH "
+                       "(Debian package graphviz)");
+    Dot = std::move(*Found);
+  }
+  Expected<PlacedStep> Step = PlacedStep::simulate(G, C);
+  if (!Step)
+    return Step.takeError();
+  PlacedStep &S = *Step;
+  S.SearchSeconds = Ctx.SearchSeconds;
+
+  // The user's model, read and mapped before anything is written.
+  Optional<PlacedModel> PM;
+  std::unique_ptr<MemoryBuffer> ModelBuffer;
+  if (Opts.has(EmitFormatKind::ONNX) || Opts.has(EmitFormatKind::Split)) {
+    Expected<std::unique_ptr<MemoryBuffer>> Buf =
+        getUserModel(Opts, Ctx,
+                     Opts.has(EmitFormatKind::ONNX) ? EmitFormatKind::ONNX
+                                                    : EmitFormatKind::Split);
+    if (!Buf)
+      return Buf.takeError();
+    ModelBuffer = std::move(*Buf);
+    Expected<PlacedModel> Built = PlacedModel::build(
+        MemoryBufferRef(ModelBuffer->getBuffer(),
+                        Opts.Model.empty() ? Ctx.Input.getBufferIdentifier()
+                                           : StringRef(Opts.Model)),
+        S);
+    if (!Built)
+      return Built.takeError();
+    PM.emplace(std::move(*Built));
+  }
+  DeviceMap Map;
+  if (Opts.has(EmitFormatKind::DeviceMap)) {
+    Map = computeDeviceMap(S);
+    S.Warnings.insert(S.Warnings.end(), Map.Warnings.begin(),
+                      Map.Warnings.end());
+  }
+
+  Emitter E(Opts, *Prefix);
+  if (Opts.has(EmitFormatKind::ONNX)) {
+    std::unique_ptr<onnx::ModelProto> Placed = PM->makePlacedModel();
+    if (Error Err = checkONNXModel(*Placed, "the placed model"))
+      return Err;
+    std::string Path = E.getPath(EmitFormatKind::ONNX);
+    if (Error Err = writeONNXModel(Path, *Placed))
+      return Err;
+    E.wrote(Path, "placed ONNX model");
+  }
+  if (Opts.has(EmitFormatKind::Split)) {
+    Expected<SplitModel> Split = PM->split();
+    if (!Split)
+      return Split.takeError();
+    // Part files beside the manifest, named after their devices.
+    std::string Manifest = E.getPath(EmitFormatKind::Split);
+    StringRef Base = Manifest;
+    if (!Base.consume_back(".split.json"))
+      Base.consume_back(".json");
+    std::vector<std::string> Files, Paths;
+    for (const SplitModel::Part &P : Split->Parts) {
+      std::string Path = Base.str() + "." +
+                         sanitizeForFileName(C.getDevices()[P.Device].Name) +
+                         ".onnx";
+      while (is_contained(Paths, Path))
+        Path.insert(Path.size() - 5, "_");
+      if (Error Err = checkONNXModel(
+              *P.Model, "the submodel for " + C.getDevices()[P.Device].Name))
+        return Err;
+      Paths.push_back(Path);
+      Files.push_back(sys::path::filename(Path).str());
+    }
+    for (unsigned I = 0, N = Paths.size(); I != N; ++I) {
+      if (Error Err = writeONNXModel(Paths[I], *Split->Parts[I].Model))
+        return Err;
+      E.wrote(Paths[I],
+              "submodel for " + C.getDevices()[Split->Parts[I].Device].Name);
+    }
+    if (Error Err = E.write(Manifest, "split manifest", [&](raw_ostream &OS) {
+          writeSplitManifest(OS, S, *PM, *Split, Files);
+        }))
+      return Err;
+  }
+  if (Opts.has(EmitFormatKind::JSON))
+    if (Error Err =
+            E.write(E.getPath(EmitFormatKind::JSON), "placement JSON",
+                    [&](raw_ostream &OS) { writePlacementJSON(OS, S); }))
+      return Err;
+  if (Opts.has(EmitFormatKind::DeviceMap))
+    if (Error Err =
+            E.write(E.getPath(EmitFormatKind::DeviceMap), "PyTorch device_map",
+                    [&](raw_ostream &OS) { writeDeviceMap(OS, S, Map); }))
+      return Err;
+  if (Opts.has(EmitFormatKind::Trace))
+    if (Error Err = E.write(
+            E.getPath(EmitFormatKind::Trace), "Chrome trace",
+            [&](raw_ostream &OS) { writeChromeTrace(OS, G, C, S.Result); }))
+      return Err;
+  std::string GraphSVG;
+  if (Opts.has(EmitFormatKind::Dot)) {
+    std::string Path = E.getPath(EmitFormatKind::Dot);
+    if (Error Err = E.write(Path, "Graphviz graph",
+                            [&](raw_ostream &OS) { writeDot(OS, S); }))
+      return Err;
+    if (Opts.RenderSVG) {
+      std::string SVG =
+          (StringRef(Path).endswith(".dot") ? StringRef(Path).drop_back(4)
+                                            : StringRef(Path))
+              .str() +
+          ".svg";
+      if (Error Err = renderSVG(Dot, Path, SVG))
+        return Err;
+      E.wrote(SVG, "Graphviz rendering");
+      if (Opts.has(EmitFormatKind::HTML)) {
+        ErrorOr<std::unique_ptr<MemoryBuffer>> Buf = MemoryBuffer::getFile(SVG);
+        if (Buf)
+          GraphSVG = (*Buf)->getBuffer().str();
+      }
+    }
+  }
+  if (Opts.has(EmitFormatKind::Report))
+    if (Error Err = E.write(E.getPath(EmitFormatKind::Report), "report",
+                            [&](raw_ostream &OS) { writeReport(OS, S); }))
+      return Err;
+  if (Opts.has(EmitFormatKind::HTML))
+    if (Error Err =
+            E.write(E.getPath(EmitFormatKind::HTML), "HTML report",
+                    [&](raw_ostream &OS) { writeHTMLReport(OS, S, GraphSVG); }))
+      return Err;
+
+  if (Ctx.Report) {
+    for (const std::string &W : S.Warnings)
+      *Ctx.Report << "emit: warning: " << W << '\n';
+    for (const auto &[Path, What] : E.getWritten())
+      if (Path != "-")
+        *Ctx.Report << "emit: wrote " << Path << " (" << What << ")\n";
+  }
+  return Error::success();
+}
+
+} // namespace dp

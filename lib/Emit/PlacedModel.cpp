@@ -1,0 +1,521 @@
+//===- PlacedModel.cpp - The user's model, placed and split ---------------===//
+//
+// Part of the dp project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dp/Emit/PlacedModel.h"
+#include "dp/Import/ONNXImporter.h"
+#include "dp/Support/Diagnostics.h"
+#include "dp/Support/FileOutput.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/JSON.h"
+
+#include "onnx/checker.h"
+#include "onnx/defs/schema.h"
+#include "onnx/onnx_pb.h"
+#include "onnx/shape_inference/implementation.h"
+
+#include <climits>
+
+using namespace llvm;
+
+namespace dp {
+
+SplitModel::SplitModel() = default;
+SplitModel::SplitModel(SplitModel &&) = default;
+SplitModel::~SplitModel() = default;
+PlacedModel::PlacedModel() = default;
+PlacedModel::PlacedModel(PlacedModel &&) = default;
+PlacedModel::~PlacedModel() = default;
+
+/// Metadata keys that emit writes; an input's own are replaced.
+static constexpr StringLiteral ClusterKey = "dp.cluster";
+static constexpr StringLiteral DeviceKey = "dp.device";
+
+Expected<PlacedModel> PlacedModel::build(MemoryBufferRef Buffer,
+                                         const PlacedStep &S) {
+  PlacedModel PM;
+  PM.S = &S;
+  PM.Model = std::make_unique<onnx::ModelProto>();
+  if (Error E = readONNXModel(Buffer, *PM.Model))
+    return std::move(E);
+  StringRef File = Buffer.getBufferIdentifier();
+  PM.NodeNames = getONNXNodeNames(PM.Model->graph());
+  unsigned N = PM.NodeNames.size();
+  PM.NodeDevices.resize(N);
+  StringSet<> Names;
+  unsigned Missing = 0;
+  StringRef FirstMissing;
+  for (unsigned I = 0; I != N; ++I) {
+    Names.insert(PM.NodeNames[I]);
+    auto It = S.NodeIndex.find(PM.NodeNames[I]);
+    if (It == S.NodeIndex.end()) {
+      if (!Missing++)
+        FirstMissing = PM.NodeNames[I];
+      continue;
+    }
+    PM.NodeDevices[I] = S.Nodes[It->second].Device;
+  }
+  if (Missing)
+    return makeFileError(
+        File, 0, 0,
+        "emit: node '" + FirstMissing + "'" +
+            (Missing > 1 ? " and " + Twine(Missing - 1) + " more nodes"
+                         : Twine()) +
+            " of the model have no op in the placed graph; the model must "
+            "be the one the graph was imported from");
+  for (const PlacedStep::NodePlacement &NP : S.Nodes)
+    if (!Names.contains(NP.Name))
+      return makeFileError(File, 0, 0,
+                           "emit: the model has no node '" + NP.Name +
+                               "', which op '" + S.G->getOp(NP.FirstOp).Name +
+                               "' comes from; the model must be the one the "
+                               "graph was imported from");
+  return std::move(PM);
+}
+
+/// Replaces the metadata entry \p Key of \p M by \p Value.
+static void setMetadata(onnx::ModelProto &M, StringRef Key, StringRef Value) {
+  auto &Props = *M.mutable_metadata_props();
+  for (int I = Props.size(); I-- > 0;)
+    if (Props.Get(I).key() == Key)
+      Props.DeleteSubrange(I, 1);
+  onnx::StringStringEntryProto *E = M.add_metadata_props();
+  E->set_key(Key.str());
+  E->set_value(Value.str());
+}
+
+/// The dp.placement value: node name to device name, in node order.
+static std::string makePlacementJSON(const PlacedModel &PM, const Cluster &C,
+                                     function_ref<bool(unsigned)> Include) {
+  std::string Text;
+  raw_string_ostream OS(Text);
+  json::OStream J(OS);
+  J.object([&] {
+    for (unsigned I = 0, E = PM.getNodeNames().size(); I != E; ++I)
+      if (Include(I))
+        J.attribute(PM.getNodeNames()[I],
+                    C.getDevices()[PM.getNodeDevices()[I]].Name);
+  });
+  return OS.str();
+}
+
+std::unique_ptr<onnx::ModelProto> PlacedModel::makePlacedModel() const {
+  auto Out = std::make_unique<onnx::ModelProto>(*Model);
+  setMetadata(*Out, ONNXPlacementKey,
+              makePlacementJSON(*this, *S->C, [](unsigned) { return true; }));
+  setMetadata(*Out, ClusterKey, S->C->getName());
+  return Out;
+}
+
+//===----------------------------------------------------------------------===//
+// Splitting
+//===----------------------------------------------------------------------===//
+
+/// Appends to \p Out the names that \p G's nodes (and nested subgraphs)
+/// read from enclosing scopes, in first-use order. \p Local holds the
+/// names visible from enclosing subgraphs.
+static void collectOuterReads(const onnx::GraphProto &G,
+                              std::vector<std::string> &Out, StringSet<> &Seen,
+                              StringSet<> Local) {
+  for (const auto &VI : G.input())
+    Local.insert(VI.name());
+  for (const auto &T : G.initializer())
+    Local.insert(T.name());
+  for (const onnx::NodeProto &N : G.node()) {
+    for (const std::string &In : N.input())
+      if (!In.empty() && !Local.contains(In) && Seen.insert(In).second)
+        Out.push_back(In);
+    for (const onnx::AttributeProto &A : N.attribute()) {
+      if (A.has_g())
+        collectOuterReads(A.g(), Out, Seen, Local);
+      for (const auto &Sub : A.graphs())
+        collectOuterReads(Sub, Out, Seen, Local);
+    }
+    for (const std::string &O : N.output())
+      if (!O.empty())
+        Local.insert(O);
+  }
+}
+
+/// Every tensor node \p N reads: its inputs, then what its subgraphs read
+/// from outside.
+static std::vector<std::string> getNodeReads(const onnx::NodeProto &N) {
+  std::vector<std::string> Reads;
+  StringSet<> Seen;
+  for (const std::string &In : N.input())
+    if (!In.empty() && Seen.insert(In).second)
+      Reads.push_back(In);
+  for (const onnx::AttributeProto &A : N.attribute()) {
+    if (A.has_g())
+      collectOuterReads(A.g(), Reads, Seen, {});
+    for (const auto &Sub : A.graphs())
+      collectOuterReads(Sub, Reads, Seen, {});
+  }
+  return Reads;
+}
+
+/// A copy of \p M whose initializers stored outside the model (or too large
+/// to matter to shape inference) are graph inputs of their type instead:
+/// what the checker and shape inference can work on without the weights.
+static onnx::ModelProto withoutWeightData(const onnx::ModelProto &M) {
+  onnx::ModelProto Out = M;
+  onnx::GraphProto &G = *Out.mutable_graph();
+  StringSet<> Inputs;
+  for (const auto &VI : G.input())
+    Inputs.insert(VI.name());
+  auto &Inits = *G.mutable_initializer();
+  int Kept = 0;
+  for (int I = 0, E = Inits.size(); I != E; ++I) {
+    const onnx::TensorProto &T = Inits.Get(I);
+    int64_t Elements = 1;
+    for (int64_t Dim : T.dims())
+      Elements = Dim > 0 && Elements < INT64_MAX / Dim ? Elements * Dim : 0;
+    bool SmallInt = (T.data_type() == onnx::TensorProto::INT64 ||
+                     T.data_type() == onnx::TensorProto::INT32) &&
+                    Elements <= 1024;
+    if (T.data_location() != onnx::TensorProto::EXTERNAL && SmallInt) {
+      Inits.SwapElements(Kept++, I);
+      continue;
+    }
+    if (Inputs.insert(T.name()).second) {
+      onnx::ValueInfoProto *VI = G.add_input();
+      VI->set_name(T.name());
+      auto *TT = VI->mutable_type()->mutable_tensor_type();
+      TT->set_elem_type(T.data_type());
+      auto *Shape = TT->mutable_shape();
+      for (int64_t Dim : T.dims())
+        Shape->add_dim()->set_dim_value(Dim);
+    }
+  }
+  Inits.DeleteSubrange(Kept, Inits.size() - Kept);
+  return Out;
+}
+
+namespace {
+/// Finds the type of any tensor of the model: declared in the model,
+/// inferred by ONNX shape inference, or from the placed graph.
+class TypeFinder {
+public:
+  TypeFinder(const onnx::ModelProto &M, const Graph &G) : M(M), G(G) {
+    add(M.graph());
+  }
+
+  const onnx::TypeProto *find(StringRef Name) {
+    if (const onnx::TypeProto *T = Types.lookup(Name))
+      return T;
+    if (!Inferred) {
+      // Only when the model does not declare a type that a part needs.
+      Inferred = std::make_unique<onnx::ModelProto>(withoutWeightData(M));
+      try {
+        onnx::ShapeInferenceOptions Options(/*check_type_val=*/false,
+                                            /*strict_mode_val=*/0,
+                                            /*data_prop_val=*/true);
+        onnx::shape_inference::InferShapes(
+            *Inferred, onnx::OpSchemaRegistry::Instance(), Options);
+      } catch (const std::exception &) {
+        // Whatever was inferred before the failure is still used.
+      }
+      add(Inferred->graph());
+      if (const onnx::TypeProto *T = Types.lookup(Name))
+        return T;
+    }
+    // The placed graph has a static type for every tensor it kept.
+    TensorId T = G.lookupTensor(Name);
+    if (T == NoId)
+      return nullptr;
+    auto Made = std::make_unique<onnx::TypeProto>();
+    const TensorType &Type = G.getTensor(T).Type;
+    auto *TT = Made->mutable_tensor_type();
+    TT->set_elem_type(static_cast<int32_t>(Type.DType));
+    auto *Shape = TT->mutable_shape();
+    for (int64_t Dim : Type.Dims)
+      Shape->add_dim()->set_dim_value(Dim);
+    Owned.push_back(std::move(Made));
+    Types[Name] = Owned.back().get();
+    return Owned.back().get();
+  }
+
+private:
+  void add(const onnx::GraphProto &OG) {
+    for (const auto *List : {&OG.input(), &OG.output(), &OG.value_info()})
+      for (const onnx::ValueInfoProto &VI : *List)
+        if (VI.has_type() && !Types.count(VI.name()))
+          Types[VI.name()] = &VI.type();
+  }
+
+  const onnx::ModelProto &M;
+  const Graph &G;
+  StringMap<const onnx::TypeProto *> Types;
+  std::unique_ptr<onnx::ModelProto> Inferred;
+  std::vector<std::unique_ptr<onnx::TypeProto>> Owned;
+};
+} // namespace
+
+/// The bytes of a tensor: from the placed graph when it kept the tensor,
+/// else from a static type.
+static Optional<uint64_t> getTensorBytes(const Graph &G, StringRef Name,
+                                         const onnx::TypeProto *TP) {
+  TensorId T = G.lookupTensor(Name);
+  if (T != NoId)
+    if (Optional<int64_t> B = G.getTensor(T).Type.getSizeInBytes())
+      return uint64_t(*B);
+  if (!TP || !TP->has_tensor_type() || !TP->tensor_type().has_shape())
+    return None;
+  TensorType Type;
+  Type.DType = isValidDType(TP->tensor_type().elem_type())
+                   ? static_cast<DTypeKind>(TP->tensor_type().elem_type())
+                   : DTypeKind::Undefined;
+  for (const auto &D : TP->tensor_type().shape().dim()) {
+    if (!D.has_dim_value() || D.dim_value() < 0)
+      return None;
+    Type.Dims.push_back(D.dim_value());
+  }
+  if (Optional<int64_t> B = Type.getSizeInBytes())
+    return uint64_t(*B);
+  return None;
+}
+
+Expected<SplitModel> PlacedModel::split() const {
+  const onnx::GraphProto &OG = Model->graph();
+  const Cluster &C = *S->C;
+  unsigned N = OG.node_size(), D = C.getNumDevices();
+
+  StringMap<unsigned> Producer;
+  for (unsigned I = 0; I != N; ++I)
+    for (const std::string &Out : OG.node(I).output())
+      if (!Out.empty())
+        Producer.try_emplace(Out, I);
+  StringSet<> GraphOutputs;
+  for (const auto &VI : OG.output())
+    GraphOutputs.insert(VI.name());
+
+  // Who reads what, and which devices read each produced tensor.
+  std::vector<std::vector<std::string>> Reads(N);
+  StringMap<SmallVector<unsigned, 2>> Readers;
+  for (unsigned I = 0; I != N; ++I) {
+    Reads[I] = getNodeReads(OG.node(I));
+    for (const std::string &T : Reads[I]) {
+      SmallVector<unsigned, 2> &Devs = Readers[T];
+      if (!is_contained(Devs, NodeDevices[I]))
+        Devs.push_back(NodeDevices[I]);
+    }
+  }
+
+  SplitModel Split;
+  StringMap<unsigned> TransferIndex;
+  for (unsigned I = 0; I != N; ++I) {
+    for (const std::string &Out : OG.node(I).output()) {
+      auto It = Readers.find(Out);
+      if (Out.empty() || It == Readers.end() || Producer.lookup(Out) != I)
+        continue;
+      CrossDeviceTensor X;
+      for (unsigned Dev : It->second)
+        if (Dev != NodeDevices[I])
+          X.To.push_back(Dev);
+      if (X.To.empty())
+        continue;
+      llvm::sort(X.To);
+      X.Name = Out;
+      X.ProducerNode = I;
+      X.From = NodeDevices[I];
+      TransferIndex[Out] = Split.Transfers.size();
+      Split.Transfers.push_back(std::move(X));
+    }
+  }
+
+  TypeFinder Types(*Model, *S->G);
+  auto AddValue =
+      [&](google::protobuf::RepeatedPtrField<onnx::ValueInfoProto> &List,
+          StringRef Name, const onnx::ValueInfoProto *Declared) -> Error {
+    onnx::ValueInfoProto *VI = List.Add();
+    if (Declared) {
+      *VI = *Declared;
+      return Error::success();
+    }
+    VI->set_name(Name.str());
+    const onnx::TypeProto *TP = Types.find(Name);
+    if (!TP)
+      return makeError("emit{format=split}: the type of tensor '" + Name +
+                       "', which crosses devices, is unknown");
+    *VI->mutable_type() = *TP;
+    return Error::success();
+  };
+  for (CrossDeviceTensor &X : Split.Transfers)
+    X.Bytes = getTensorBytes(*S->G, X.Name, Types.find(X.Name));
+
+  StringMap<const onnx::ValueInfoProto *> DeclaredInputs, DeclaredOutputs;
+  for (const auto &VI : OG.input())
+    DeclaredInputs[VI.name()] = &VI;
+  for (const auto &VI : OG.output())
+    DeclaredOutputs[VI.name()] = &VI;
+
+  for (unsigned Dev = 0; Dev != D; ++Dev) {
+    if (!is_contained(NodeDevices, Dev))
+      continue;
+    auto Part = std::make_unique<onnx::ModelProto>();
+    // The model's own fields, without its graph (and the weights in it).
+    Part->set_ir_version(Model->ir_version());
+    *Part->mutable_opset_import() = Model->opset_import();
+    if (Model->has_producer_name())
+      Part->set_producer_name(Model->producer_name());
+    if (Model->has_producer_version())
+      Part->set_producer_version(Model->producer_version());
+    if (Model->has_domain())
+      Part->set_domain(Model->domain());
+    if (Model->has_model_version())
+      Part->set_model_version(Model->model_version());
+    if (Model->has_doc_string())
+      Part->set_doc_string(Model->doc_string());
+    *Part->mutable_metadata_props() = Model->metadata_props();
+    *Part->mutable_functions() = Model->functions();
+    onnx::GraphProto &PG = *Part->mutable_graph();
+    StringRef DevName = C.getDevices()[Dev].Name;
+    PG.set_name(OG.name() + "@" + DevName.str());
+    PG.set_doc_string("the part of graph '" + OG.name() + "' that runs on " +
+                      DevName.str() + " (dp emit{format=split})");
+
+    StringSet<> Used, Made;
+    for (unsigned I = 0; I != N; ++I) {
+      if (NodeDevices[I] != Dev)
+        continue;
+      *PG.add_node() = OG.node(I);
+      for (const std::string &T : Reads[I])
+        Used.insert(T);
+      for (const std::string &T : OG.node(I).output())
+        if (!T.empty())
+          Made.insert(T);
+    }
+    // Graph outputs that no node makes (an input passed through) belong to
+    // the first part.
+    bool First = Split.Parts.empty();
+    if (First)
+      for (const auto &VI : OG.output())
+        if (!Producer.count(VI.name()))
+          Used.insert(VI.name());
+
+    // Inputs: the model's, then what other devices send, in order.
+    for (const auto &VI : OG.input())
+      if (Used.contains(VI.name()))
+        *PG.add_input() = VI;
+    for (const CrossDeviceTensor &X : Split.Transfers)
+      if (is_contained(X.To, Dev))
+        if (Error E = AddValue(*PG.mutable_input(), X.Name,
+                               DeclaredInputs.lookup(X.Name)))
+          return std::move(E);
+    for (const auto &T : OG.initializer())
+      if (Used.contains(T.name()))
+        *PG.add_initializer() = T;
+    for (const auto &T : OG.sparse_initializer())
+      if (Used.contains(T.values().name()))
+        *PG.add_sparse_initializer() = T;
+
+    // Outputs: the model's made here, then what other devices read.
+    StringSet<> Outputs;
+    for (const auto &VI : OG.output())
+      if (Made.contains(VI.name()) || (First && !Producer.count(VI.name()))) {
+        *PG.add_output() = VI;
+        Outputs.insert(VI.name());
+      }
+    for (const CrossDeviceTensor &X : Split.Transfers)
+      if (X.From == Dev && Outputs.insert(X.Name).second)
+        if (Error E = AddValue(*PG.mutable_output(), X.Name,
+                               DeclaredOutputs.lookup(X.Name)))
+          return std::move(E);
+    for (const auto &VI : OG.value_info())
+      if ((Made.contains(VI.name()) || Used.contains(VI.name())) &&
+          !Outputs.contains(VI.name()) && !TransferIndex.count(VI.name()))
+        *PG.add_value_info() = VI;
+
+    setMetadata(*Part, ONNXPlacementKey,
+                makePlacementJSON(*this, C, [&](unsigned I) {
+                  return NodeDevices[I] == Dev;
+                }));
+    setMetadata(*Part, ClusterKey, C.getName());
+    setMetadata(*Part, DeviceKey, DevName);
+    Split.Parts.push_back({Dev, std::move(Part)});
+  }
+  return std::move(Split);
+}
+
+//===----------------------------------------------------------------------===//
+// Checking and writing
+//===----------------------------------------------------------------------===//
+
+Error checkONNXModel(const onnx::ModelProto &M, StringRef What) {
+  onnx::ModelProto Copy = withoutWeightData(M);
+  try {
+    onnx::checker::check_model(Copy);
+  } catch (const std::exception &E) {
+    StringRef Msg(E.what());
+    return makeError("emit: " + What +
+                     " fails the ONNX checker (a bug in dp): " +
+                     Msg.split('\n').first.trim());
+  }
+  return Error::success();
+}
+
+Error writeONNXModel(StringRef Path, const onnx::ModelProto &M) {
+  std::string Bytes;
+  if (M.ByteSizeLong() > size_t(INT_MAX) || !M.SerializeToString(&Bytes))
+    return makeFileError(Path, 0, 0,
+                         "cannot write the model: it is larger than 2 GiB, "
+                         "protobuf's limit for one message");
+  return writeFileAtomically(Path, [&](raw_ostream &OS) { OS << Bytes; });
+}
+
+void writeSplitManifest(raw_ostream &OS, const PlacedStep &S,
+                        const PlacedModel &PM, const SplitModel &Split,
+                        ArrayRef<std::string> Files) {
+  const Cluster &C = *S.C;
+  const onnx::GraphProto &OG = PM.getModel().graph();
+  json::OStream J(OS, 2);
+  J.object([&] {
+    J.attribute("model", OG.name());
+    J.attribute("cluster", C.getName());
+    J.attributeArray("parts", [&] {
+      for (unsigned I = 0, E = Split.Parts.size(); I != E; ++I) {
+        const onnx::GraphProto &PG = Split.Parts[I].Model->graph();
+        J.object([&] {
+          J.attribute("device", C.getDevices()[Split.Parts[I].Device].Name);
+          J.attribute("file", Files[I]);
+          J.attribute("nodes", int64_t(PG.node_size()));
+          J.attributeArray("inputs", [&] {
+            for (const auto &VI : PG.input())
+              J.value(VI.name());
+          });
+          J.attributeArray("outputs", [&] {
+            for (const auto &VI : PG.output())
+              J.value(VI.name());
+          });
+        });
+      }
+    });
+    J.attributeArray("transfers", [&] {
+      for (unsigned I = 0, E = Split.Transfers.size(); I != E; ++I) {
+        const CrossDeviceTensor &X = Split.Transfers[I];
+        J.object([&] {
+          J.attribute("order", int64_t(I));
+          J.attribute("tensor", X.Name);
+          J.attribute("producer", PM.getNodeNames()[X.ProducerNode]);
+          J.attribute("from", C.getDevices()[X.From].Name);
+          J.attributeArray("to", [&] {
+            for (unsigned Dev : X.To)
+              J.value(C.getDevices()[Dev].Name);
+          });
+          if (X.Bytes)
+            J.attribute("bytes", int64_t(*X.Bytes));
+          else
+            J.attribute("bytes", nullptr);
+        });
+      }
+    });
+  });
+  OS << '\n';
+}
+
+} // namespace dp

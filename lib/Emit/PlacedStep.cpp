@@ -1,0 +1,268 @@
+//===- PlacedStep.cpp - A simulated placement and its user's view --------===//
+//
+// Part of the dp project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dp/Emit/Emit.h"
+#include "dp/Support/Diagnostics.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+#include <map>
+
+using namespace llvm;
+
+namespace dp {
+
+static StringRef getStringAnnotation(const Op &Node, StringRef Key) {
+  const Attribute *A = Node.Annotations.get(Key);
+  return A && A->getKind() == AttrKind::String ? StringRef(A->getString())
+                                               : StringRef();
+}
+
+std::vector<StringRef> computeOrigins(const Graph &G) {
+  unsigned N = G.getNumOps();
+  std::vector<StringRef> Origin(N);
+  // 0: not computed, 1: in progress (a colocate cycle), 2: done.
+  std::vector<uint8_t> State(N, 0);
+  std::vector<OpId> Stack;
+  for (OpId Start = 0; Start != N; ++Start) {
+    if (State[Start] == 2)
+      continue;
+    // Follow colocate hints iteratively: hint chains can be long.
+    Stack.push_back(Start);
+    while (!Stack.empty()) {
+      OpId O = Stack.back();
+      const Op &Node = G.getOp(O);
+      StringRef RNN = getStringAnnotation(Node, "rnn");
+      StringRef Hint = getStringAnnotation(Node, "colocate");
+      OpId Target = Hint.empty() ? NoId : G.lookupOp(Hint);
+      if (!RNN.empty() || Target == NoId || State[Target] == 1) {
+        if (!RNN.empty())
+          Origin[O] = RNN;
+        else if (!Hint.empty())
+          Origin[O] = Target == NoId || State[Target] == 1 ? StringRef()
+                                                           : Origin[Target];
+        else if (getStringAnnotation(Node, "phase") == "loss")
+          Origin[O] = StringRef();
+        else
+          Origin[O] = Node.Name;
+        State[O] = 2;
+        Stack.pop_back();
+        continue;
+      }
+      if (State[Target] == 2) {
+        Origin[O] = Origin[Target];
+        State[O] = 2;
+        Stack.pop_back();
+        continue;
+      }
+      State[O] = 1;
+      Stack.push_back(Target);
+    }
+  }
+  return Origin;
+}
+
+static std::string formatShares(const PlacedStep &S,
+                                const PlacedStep::NodePlacement &NP) {
+  double Total = 0;
+  for (const auto &[Dev, T] : NP.Time)
+    Total += T;
+  std::string Out;
+  for (const auto &[Dev, T] : NP.Time)
+    Out += formatv("{0}{1:F0} % on {2}", Out.empty() ? "" : ", ",
+                   Total > 0 ? T / Total * 100 : 0, S.C->getDevices()[Dev].Name)
+               .str();
+  return Out;
+}
+
+Expected<PlacedStep> PlacedStep::simulate(const Graph &G, const Cluster &C) {
+  Expected<SimGraph> SG = SimGraph::build(G, C);
+  if (!SG)
+    return SG.takeError();
+  Expected<std::vector<uint32_t>> Placement = getPlacement(G, C);
+  if (!Placement)
+    return Placement.takeError();
+  PlacedStep S;
+  S.G = &G;
+  S.C = &C;
+  S.Placement = std::move(*Placement);
+  Simulator Sim(*SG);
+  Sim.run(S.Placement, S.Result, /*RecordTimeline=*/true);
+  S.Bounds = computeLowerBounds(*SG);
+  S.Baseline = computeSingleDeviceBaseline(*SG);
+  unsigned N = G.getNumOps();
+  S.OpTime.resize(N);
+  for (OpId O = 0; O != N; ++O)
+    S.OpTime[O] = SG->getTime(O, S.Placement[O]);
+
+  S.Origin = computeOrigins(G);
+  for (OpId O = 0; O != N; ++O) {
+    StringRef Name = S.Origin[O];
+    if (Name.empty())
+      continue;
+    auto [It, New] = S.NodeIndex.try_emplace(Name, S.Nodes.size());
+    if (New) {
+      S.Nodes.emplace_back();
+      S.Nodes.back().Name = Name;
+      S.Nodes.back().FirstOp = O;
+    }
+    NodePlacement &NP = S.Nodes[It->second];
+    unsigned Dev = S.Placement[O];
+    auto *Slot =
+        find_if(NP.Time, [&](const auto &P) { return P.first == Dev; });
+    if (Slot == NP.Time.end())
+      NP.Time.emplace_back(Dev, S.OpTime[O]);
+    else
+      Slot->second += S.OpTime[O];
+  }
+  for (NodePlacement &NP : S.Nodes) {
+    llvm::sort(NP.Time);
+    // Most compute wins; ties go to the device of the node's first op.
+    NP.Device = S.Placement[NP.FirstOp];
+    double Best = -1;
+    for (const auto &[Dev, T] : NP.Time)
+      if (T > Best || (T == Best && Dev == S.Placement[NP.FirstOp])) {
+        Best = T;
+        NP.Device = Dev;
+      }
+    if (NP.isSplit())
+      S.Warnings.push_back(
+          "node '" + NP.Name.str() + "' is split: " + formatShares(S, NP) +
+          "; it is recorded on " + C.getDevices()[NP.Device].Name);
+  }
+  return std::move(S);
+}
+
+//===----------------------------------------------------------------------===//
+// device_map
+//===----------------------------------------------------------------------===//
+
+std::string getModulePath(StringRef NodeName) {
+  if (!NodeName.startswith("/"))
+    return "";
+  SmallVector<StringRef, 8> Parts;
+  NodeName.drop_front().split(Parts, '/');
+  Parts.pop_back(); // The op's own name.
+  // A container's item is scoped "<container>.<index>" under the container
+  // when the container is called (Sequential: "/layer1/layer1.0/"), and
+  // alone when it is not (ModuleList: "/encoder/layer.0/").
+  SmallVector<StringRef, 8> Path;
+  for (StringRef P : Parts) {
+    if (P.empty())
+      continue;
+    if (!Path.empty() && P.startswith(Path.back()) &&
+        P.size() > Path.back().size() && P[Path.back().size()] == '.')
+      Path.back() = P;
+    else
+      Path.push_back(P);
+  }
+  return join(Path, ".");
+}
+
+namespace {
+/// A module of the tree that the ops' module paths form.
+struct ModuleNode {
+  std::string Path;
+  /// Submodules by name, in order of their first op.
+  std::vector<std::pair<std::string, unsigned>> Children;
+  /// Compute seconds per device of the module and its submodules.
+  std::vector<double> Time;
+  OpId FirstOp = NoId;
+};
+} // namespace
+
+DeviceMap computeDeviceMap(const PlacedStep &S) {
+  const Cluster &C = *S.C;
+  unsigned D = C.getNumDevices();
+  std::vector<ModuleNode> Tree(1);
+  Tree[0].Time.assign(D, 0);
+  for (OpId O = 0, E = S.G->getNumOps(); O != E; ++O) {
+    if (S.Origin[O].empty())
+      continue; // Not part of the user's model (the loss).
+    std::string Path = getModulePath(S.Origin[O]);
+    SmallVector<StringRef, 8> Parts;
+    if (!Path.empty())
+      StringRef(Path).split(Parts, '.');
+    unsigned Cur = 0;
+    auto Add = [&](unsigned M) {
+      Tree[M].Time[S.Placement[O]] += S.OpTime[O];
+      if (Tree[M].FirstOp == NoId)
+        Tree[M].FirstOp = O;
+    };
+    Add(0);
+    for (StringRef P : Parts) {
+      auto It = find_if(Tree[Cur].Children,
+                        [&](const auto &Ch) { return Ch.first == P; });
+      unsigned Next;
+      if (It != Tree[Cur].Children.end()) {
+        Next = It->second;
+      } else {
+        Next = Tree.size();
+        ModuleNode M;
+        M.Path =
+            Tree[Cur].Path.empty() ? P.str() : Tree[Cur].Path + "." + P.str();
+        M.Time.assign(D, 0);
+        Tree.push_back(std::move(M));
+        Tree[Cur].Children.emplace_back(P.str(), Next);
+      }
+      Cur = Next;
+      Add(Cur);
+    }
+  }
+
+  DeviceMap Map;
+  if (Tree[0].FirstOp == NoId)
+    return Map;
+  // Depth first, children in order of their first op.
+  std::vector<unsigned> Work = {0};
+  while (!Work.empty()) {
+    unsigned M = Work.back();
+    Work.pop_back();
+    const ModuleNode &Node = Tree[M];
+    unsigned Used = 0, Best = S.Placement[Node.FirstOp];
+    for (unsigned Dev = 0; Dev != D; ++Dev) {
+      if (Node.Time[Dev] <= 0)
+        continue;
+      ++Used;
+      if (Node.Time[Dev] > Node.Time[Best])
+        Best = Dev;
+    }
+    if (Used > 1 && !Node.Children.empty()) {
+      std::vector<unsigned> Kids;
+      for (const auto &Ch : Node.Children)
+        Kids.push_back(Ch.second);
+      llvm::sort(Kids, [&](unsigned A, unsigned B) {
+        return Tree[A].FirstOp < Tree[B].FirstOp;
+      });
+      for (unsigned K : llvm::reverse(Kids))
+        Work.push_back(K);
+      continue;
+    }
+    Map.Entries.push_back({Node.Path, Best});
+    if (Used <= 1)
+      continue;
+    double Total = 0;
+    for (double T : Node.Time)
+      Total += T;
+    std::string Shares;
+    for (unsigned Dev = 0; Dev != D; ++Dev)
+      if (Node.Time[Dev] > 0)
+        Shares +=
+            formatv("{0}{1:F0} % on {2}", Shares.empty() ? "" : ", ",
+                    Node.Time[Dev] / Total * 100, C.getDevices()[Dev].Name)
+                .str();
+    std::string What =
+        Node.Path.empty() ? "the root module" : "module '" + Node.Path + "'";
+    Map.Warnings.push_back(What + " is split: " + Shares +
+                           "; the device_map puts it on " +
+                           C.getDevices()[Best].Name);
+  }
+  return Map;
+}
+
+} // namespace dp

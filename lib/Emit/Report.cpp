@@ -1,0 +1,385 @@
+//===- Report.cpp - The human report, as text and as HTML -----------------===//
+//
+// Part of the dp project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "EmitInternal.h"
+#include "dp/Emit/Emit.h"
+#include "dp/Support/Format.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+#include <cmath>
+
+using namespace llvm;
+
+namespace dp {
+
+void writeReport(raw_ostream &OS, const PlacedStep &S) {
+  printSimulationReport(OS, *S.G, *S.C, S.Result, S.Bounds, &S.Baseline);
+  if (S.Warnings.empty())
+    return;
+  OS << "  warnings:\n";
+  for (const std::string &W : S.Warnings)
+    OS << "    " << W << '\n';
+}
+
+//===----------------------------------------------------------------------===//
+// HTML
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// An interval drawn on a lane of the timeline: one op or transfer, or a
+/// run of several too short to tell apart.
+struct Bar {
+  double Start, End;
+  /// The first item drawn in the bar, and how many it holds.
+  uint32_t First;
+  uint32_t Count;
+};
+
+/// Writes HTML with the escaping it needs.
+class HTMLWriter {
+public:
+  explicit HTMLWriter(raw_ostream &OS) : OS(OS) {}
+  HTMLWriter &operator<<(StringRef S) {
+    OS << S;
+    return *this;
+  }
+  HTMLWriter &text(StringRef S) {
+    writeEscapedXML(OS, S);
+    return *this;
+  }
+  raw_ostream &raw() { return OS; }
+
+private:
+  raw_ostream &OS;
+};
+} // namespace
+
+/// Puts intervals sorted by start into bars, merging neighbours closer than
+/// \p MinGap seconds (half a pixel) so that long steps stay drawable.
+static std::vector<Bar> makeBars(ArrayRef<std::pair<double, double>> Items,
+                                 ArrayRef<uint32_t> Order, double MinGap) {
+  std::vector<Bar> Bars;
+  for (uint32_t I : Order) {
+    auto [Start, End] = Items[I];
+    if (!Bars.empty() && Start - Bars.back().End < MinGap &&
+        End - Bars.back().Start < 64 * MinGap) {
+      Bars.back().End = std::max(Bars.back().End, End);
+      ++Bars.back().Count;
+      continue;
+    }
+    Bars.push_back({Start, End, I, 1});
+  }
+  return Bars;
+}
+
+/// A round tick interval: 1, 2 or 5 times a power of ten, giving about
+/// \p Ticks ticks over \p Span.
+static double getTickStep(double Span, unsigned Ticks) {
+  double Raw = Span / Ticks;
+  double Pow = std::pow(10.0, std::floor(std::log10(Raw)));
+  for (double M : {1.0, 2.0, 5.0})
+    if (M * Pow >= Raw)
+      return M * Pow;
+  return 10 * Pow;
+}
+
+static void writeTimeline(HTMLWriter &H, const PlacedStep &S) {
+  const Graph &G = *S.G;
+  const Cluster &C = *S.C;
+  const SimResult &R = S.Result;
+  unsigned D = C.getNumDevices();
+  constexpr double LabelWidth = 230, PlotWidth = 900, LaneHeight = 22, Top = 24;
+  double Step = R.StepTime > 0 ? R.StepTime : 1;
+  double Scale = PlotWidth / Step;
+  double MinGap = 0.5 / Scale;
+
+  // Lanes: every device, then every link direction that carried data.
+  std::vector<unsigned> Channels;
+  for (unsigned Ch = 0, E = C.getNumChannels(); Ch != E; ++Ch)
+    if (R.ChannelBytes[Ch])
+      Channels.push_back(Ch);
+  unsigned Lanes = D + Channels.size();
+  double Height = Top + Lanes * LaneHeight + 8;
+  H.raw() << formatv("<svg xmlns=\"http://www.w3.org/2000/svg\" "
+                     "class=\"timeline\" width=\"{0}\" height=\"{1}\" "
+                     "viewBox=\"0 0 {0} {1}\" role=\"img\">\n",
+                     LabelWidth + PlotWidth + 20, Height);
+  H << "<title>simulated step timeline</title>\n";
+  // Axis with round ticks.
+  double Tick = getTickStep(Step, 8);
+  for (double T = 0; T <= Step * (1 + 1e-9); T += Tick) {
+    double X = LabelWidth + T * Scale;
+    H.raw() << formatv("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" "
+                       "class=\"grid\"/>\n",
+                       X, Top - 4, Height - 8);
+    H.raw() << formatv("<text x=\"{0}\" y=\"{1}\" class=\"tick\">", X, Top - 8);
+    H.text(T == 0 ? "0" : formatSeconds(T)) << "</text>\n";
+  }
+  auto LaneLabel = [&](unsigned Lane, StringRef Label) {
+    H.raw() << formatv("<text x=\"4\" y=\"{0}\" class=\"lane\">",
+                       Top + Lane * LaneHeight + LaneHeight * 0.68);
+    H.text(Label) << "</text>\n";
+  };
+  auto DrawBars = [&](unsigned Lane, ArrayRef<Bar> Bars, StringRef Fill,
+                      function_ref<std::string(const Bar &)> Title) {
+    for (const Bar &B : Bars) {
+      double X = LabelWidth + B.Start * Scale;
+      double W = std::max((B.End - B.Start) * Scale, 0.5);
+      H.raw() << formatv("<rect x=\"{0:F2}\" y=\"{1}\" width=\"{2:F2}\" "
+                         "height=\"{3}\" fill=\"{4}\" class=\"bar\"><title>",
+                         X, Top + Lane * LaneHeight + 3, W, LaneHeight - 6,
+                         Fill);
+      H.text(Title(B)) << "</title></rect>\n";
+    }
+  };
+
+  // Ops per device, by start time.
+  std::vector<std::pair<double, double>> OpSpans(G.getNumOps());
+  std::vector<std::vector<uint32_t>> ByDevice(D);
+  for (OpId O = 0, E = G.getNumOps(); O != E; ++O) {
+    OpSpans[O] = {R.Ops[O].Start, R.Ops[O].End};
+    ByDevice[S.Placement[O]].push_back(O);
+  }
+  for (unsigned Dev = 0; Dev != D; ++Dev) {
+    LaneLabel(Dev, C.getDevices()[Dev].Name + " (" + C.getDeviceType(Dev).Name +
+                       ")");
+    std::vector<uint32_t> &Ops = ByDevice[Dev];
+    llvm::stable_sort(Ops, [&](uint32_t A, uint32_t B) {
+      return OpSpans[A].first < OpSpans[B].first;
+    });
+    DrawBars(Dev, makeBars(OpSpans, Ops, MinGap), getDeviceColor(Dev),
+             [&](const Bar &B) {
+               const Op &Node = G.getOp(B.First);
+               StringRef Name =
+                   Node.SourceName.empty() ? Node.Name : Node.SourceName;
+               if (B.Count == 1)
+                 return (Name + " (" + G.getQualifiedType(B.First) +
+                         "): " + formatSeconds(B.End - B.Start) + " from " +
+                         formatSeconds(B.Start))
+                     .str();
+               return (Twine(B.Count) + " ops from " + Name + ", " +
+                       formatSeconds(B.Start) + " to " + formatSeconds(B.End))
+                   .str();
+             });
+  }
+
+  // Transfers per link direction.
+  std::vector<std::pair<double, double>> XferSpans;
+  std::vector<std::vector<uint32_t>> ByChannel(C.getNumChannels());
+  for (uint32_t I = 0, E = R.Transfers.size(); I != E; ++I) {
+    const TransferRecord &T = R.Transfers[I];
+    XferSpans.push_back({T.Start, T.End});
+    for (unsigned Ch : C.getRoute(T.Src, T.Dst))
+      ByChannel[Ch].push_back(I);
+  }
+  for (unsigned L = 0, E = Channels.size(); L != E; ++L) {
+    unsigned Ch = Channels[L];
+    LaneLabel(D + L, getChannelName(C, Ch));
+    std::vector<uint32_t> &Xfers = ByChannel[Ch];
+    llvm::stable_sort(Xfers, [&](uint32_t A, uint32_t B) {
+      return XferSpans[A].first < XferSpans[B].first;
+    });
+    DrawBars(D + L, makeBars(XferSpans, Xfers, MinGap), "#9e9e9e",
+             [&](const Bar &B) {
+               const TransferRecord &T = R.Transfers[B.First];
+               const Tensor &Tn = G.getTensor(T.Tensor);
+               if (B.Count == 1)
+                 return (Tn.Name + ": " +
+                         formatBytes(Tn.Type.getSizeInBytes().getValueOr(0)) +
+                         " " + C.getDevices()[T.Src].Name + " -> " +
+                         C.getDevices()[T.Dst].Name + ", " +
+                         formatSeconds(B.End - B.Start))
+                     .str();
+               return (Twine(B.Count) + " transfers from " + Tn.Name + ", " +
+                       formatSeconds(B.Start) + " to " + formatSeconds(B.End))
+                   .str();
+             });
+  }
+  H << "</svg>\n";
+}
+
+/// A horizontal bar of \p Percent per cent, for table cells.
+static void writeMeter(HTMLWriter &H, double Percent, StringRef Color) {
+  double W = std::min(std::max(Percent, 0.0), 100.0);
+  H.raw() << formatv("<div class=\"meter\"><div style=\"width:{0:F1}%;"
+                     "background:{1}\"></div></div>",
+                     W, Color);
+}
+
+static const char *const HTMLStyle = R"(
+body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif;
+       margin: 24px; color: #222; }
+h1 { font-size: 1.4em; }
+h2 { font-size: 1.15em; margin-top: 1.6em; }
+table { border-collapse: collapse; }
+th, td { padding: 3px 10px; border-bottom: 1px solid #ddd; text-align: left; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+.meter { width: 120px; height: 10px; background: #eee; display: inline-block; }
+.meter div { height: 10px; }
+.swatch { display: inline-block; width: 12px; height: 12px;
+          margin-right: 6px; vertical-align: middle; border: 1px solid #888; }
+svg.timeline text { font-size: 11px; fill: #333; }
+svg.timeline text.tick { fill: #777; }
+svg.timeline line.grid { stroke: #e4e4e4; }
+svg.timeline rect.bar { stroke: #555; stroke-width: 0.3; }
+.warn { color: #a33; }
+.oom { color: #c00; font-weight: bold; }
+)";
+
+void writeHTMLReport(raw_ostream &OS, const PlacedStep &S, StringRef GraphSVG) {
+  const Graph &G = *S.G;
+  const Cluster &C = *S.C;
+  const SimResult &R = S.Result;
+  unsigned D = C.getNumDevices();
+  HTMLWriter H(OS);
+  std::string Title = ("dp: " + G.getName() + " on " + C.getName()).str();
+  H << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+    << "<title>";
+  H.text(Title) << "</title>\n<style>" << HTMLStyle << "</style>\n</head>\n"
+                << "<body>\n<h1>";
+  H.text(Title) << "</h1>\n";
+
+  // Summary.
+  const AttributeList &GA = G.getAnnotations();
+  const Attribute *Placer = GA.get("placer");
+  double Gap =
+      S.Bounds.best() > 0 ? (R.StepTime / S.Bounds.best() - 1) * 100 : 0;
+  H << "<h2>Summary</h2>\n<table class=\"summary\">\n";
+  auto Row = [&](StringRef Key, const Twine &Value) {
+    H << "<tr><th>";
+    H.text(Key) << "</th><td>";
+    H.text(Value.str()) << "</td></tr>\n";
+  };
+  Row("placer", Placer && Placer->getKind() == AttrKind::String
+                    ? StringRef(Placer->getString())
+                    : StringRef("given"));
+  Row("ops", Twine(G.getNumOps()));
+  Row("predicted step time", formatSeconds(R.StepTime));
+  Row("lower bound", formatSeconds(S.Bounds.best()) + " (critical path " +
+                         formatSeconds(S.Bounds.CriticalPath) +
+                         ", work / devices " + formatSeconds(S.Bounds.Work) +
+                         ")");
+  Row("gap to the lower bound", formatv("{0:F1} %", Gap).str());
+  if (S.Baseline.Device >= 0)
+    Row("speed-up over the best single device",
+        formatv("{0:F2}x ({1}: {2})",
+                R.StepTime > 0 ? S.Baseline.StepTime / R.StepTime : 0.0,
+                C.getDevices()[S.Baseline.Device].Name,
+                formatSeconds(S.Baseline.StepTime))
+            .str());
+  else
+    Row("speed-up over the best single device",
+        "none: no single device holds the step");
+  Row("transfers",
+      Twine(R.NumTransfers) + " (" + formatBytes(R.TransferBytes) + ")");
+  if (R.OOM) {
+    H << "<tr><th>memory</th><td class=\"oom\">out of memory on ";
+    H.text(C.getDevices()[R.OOMDevice].Name) << " at op ";
+    H.text(G.getOp(R.OOMOp).Name) << " (";
+    H.text(formatBytes(R.OOMBytesOver)) << " over)</td></tr>\n";
+  } else {
+    Row("memory", "fits on every device");
+  }
+  H << "</table>\n";
+
+  H << "<h2>Timeline</h2>\n<p>One lane per device and per link direction "
+       "that carried data; hover over a bar for its ops.</p>\n";
+  writeTimeline(H, S);
+
+  // Devices.
+  H << "<h2>Devices</h2>\n<table class=\"devices\">\n<tr><th>device</th>"
+       "<th>type</th><th>ops</th><th>busy</th><th>load</th><th></th>"
+       "<th>peak memory</th><th>capacity</th><th></th></tr>\n";
+  for (unsigned Dev = 0; Dev != D; ++Dev) {
+    double Load = R.StepTime > 0 ? R.BusyTime[Dev] / R.StepTime * 100 : 0;
+    uint64_t Cap = C.getDeviceType(Dev).MemoryBytes;
+    double Mem = Cap ? double(R.PeakBytes[Dev]) / double(Cap) * 100 : 0;
+    H.raw() << "<tr><td><span class=\"swatch\" style=\"background:"
+            << getDeviceColor(Dev) << "\"></span>";
+    H.text(C.getDevices()[Dev].Name) << "</td><td>";
+    H.text(C.getDeviceType(Dev).Name)
+        << "</td><td class=\"num\">" << std::to_string(R.OpCount[Dev])
+        << "</td><td class=\"num\">";
+    H.text(formatSeconds(R.BusyTime[Dev])) << "</td><td class=\"num\">";
+    H.text(formatv("{0:F1} %", Load).str()) << "</td><td>";
+    writeMeter(H, Load, "#4e79a7");
+    H << "</td><td class=\"num\">";
+    H.text(formatBytes(R.PeakBytes[Dev])) << "</td><td class=\"num\">";
+    H.text(formatBytes(Cap)) << "</td><td>";
+    writeMeter(H, Mem, Mem > 100 ? "#c00" : "#59a14f");
+    H << "</td></tr>\n";
+  }
+  H << "</table>\n";
+
+  // Links.
+  H << "<h2>Links</h2>\n";
+  bool AnyLink = false;
+  for (unsigned Ch = 0, E = C.getNumChannels(); Ch != E; ++Ch) {
+    if (!R.ChannelBytes[Ch])
+      continue;
+    if (!AnyLink)
+      H << "<table class=\"links\">\n<tr><th>link direction</th>"
+           "<th>bytes</th></tr>\n";
+    AnyLink = true;
+    H << "<tr><td>";
+    H.text(getChannelName(C, Ch)) << "</td><td class=\"num\">";
+    H.text(formatBytes(R.ChannelBytes[Ch])) << "</td></tr>\n";
+  }
+  if (AnyLink)
+    H << "</table>\n";
+  else
+    H << "<p>No data crosses a link.</p>\n";
+
+  // The longest ops of the critical path.
+  if (!R.CriticalPath.empty()) {
+    std::vector<uint32_t> Path = R.CriticalPath;
+    auto Dur = [&](uint32_t O) { return R.Ops[O].End - R.Ops[O].Start; };
+    llvm::stable_sort(Path,
+                      [&](uint32_t A, uint32_t B) { return Dur(A) > Dur(B); });
+    size_t Shown = std::min<size_t>(Path.size(), 10);
+    H << "<h2>Critical path</h2>\n<p>";
+    H.text((Twine(R.CriticalPath.size()) + " ops; the " + Twine(Shown) +
+            " longest:")
+               .str())
+        << "</p>\n<table class=\"critical\">\n<tr><th>time</th><th>op</th>"
+           "<th>type</th><th>device</th></tr>\n";
+    for (size_t I = 0; I != Shown; ++I) {
+      const Op &Node = G.getOp(Path[I]);
+      H << "<tr><td class=\"num\">";
+      H.text(formatSeconds(Dur(Path[I]))) << "</td><td>";
+      H.text(Node.SourceName.empty() ? Node.Name : Node.SourceName)
+          << "</td><td>";
+      H.text(G.getQualifiedType(Path[I])) << "</td><td>";
+      H.text(C.getDevices()[S.Placement[Path[I]]].Name) << "</td></tr>\n";
+    }
+    H << "</table>\n";
+  }
+
+  if (!S.Warnings.empty()) {
+    H << "<h2>Warnings</h2>\n<ul class=\"warn\">\n";
+    for (const std::string &W : S.Warnings) {
+      H << "<li>";
+      H.text(W) << "</li>\n";
+    }
+    H << "</ul>\n";
+  }
+
+  if (!GraphSVG.empty()) {
+    // Graphviz's SVG, without its XML prolog and doctype.
+    size_t Start = GraphSVG.find("<svg");
+    H << "<h2>Placed graph</h2>\n<details><summary>the graph, coloured by "
+         "device</summary>\n"
+      << (Start == StringRef::npos ? GraphSVG : GraphSVG.substr(Start))
+      << "\n</details>\n";
+  }
+  H << "</body>\n</html>\n";
+}
+
+} // namespace dp
