@@ -60,6 +60,10 @@ Expected<Cluster> Cluster::create(std::string Name,
     Err("the cluster has no name");
   if (Devices.empty())
     Err("the cluster has no devices");
+  if (Devices.size() > MaxClusterDevices)
+    return makeError("cluster '" + Name + "': " + Twine(Devices.size()) +
+                     " devices; dp places on at most " +
+                     Twine(MaxClusterDevices));
 
   StringSet<> TypeNames;
   for (const DeviceType &T : Types) {

@@ -883,8 +883,15 @@ Expected<Cluster> ClusterReader::read(const DocNode &Root) {
   if (const DocNode *N = Root.lookup("device_types"))
     readDeviceTypes(*N);
   // Devices, then switches: one namespace, as links name either.
-  if (const DocNode *N = Root.lookup("devices"))
+  if (const DocNode *N = Root.lookup("devices")) {
+    // Too many to read: what the links say would only repeat that.
+    if (N->Children.size() > MaxClusterDevices) {
+      error(*N, Twine(N->Children.size()) + " devices; dp places on at most " +
+                    Twine(MaxClusterDevices));
+      return Errs.take();
+    }
     readDevices(*N);
+  }
   if (const DocNode *N = Root.lookup("switches"))
     readSwitches(*N);
   if (const DocNode *N = Root.lookup("links"))

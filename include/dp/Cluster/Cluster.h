@@ -85,6 +85,10 @@ struct Link {
   double Latency = 0;
 };
 
+/// The most devices a cluster may have: a route is kept for every pair of
+/// devices, and placers work per device.
+constexpr unsigned MaxClusterDevices = 1024;
+
 class Cluster {
 public:
   llvm::StringRef getName() const { return Name; }

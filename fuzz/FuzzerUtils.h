@@ -1,0 +1,51 @@
+//===- FuzzerUtils.h - Helpers shared by dp's fuzz targets ------*- C++ -*-===//
+//
+// Part of the dp project.
+//
+//===----------------------------------------------------------------------===//
+///
+/// \file
+/// What every dp fuzz target checks besides "no crash, no sanitizer report":
+/// a rejected input is rejected with dp's located errors, each with a
+/// message, and what dp prints parses back to the same text. A violated
+/// property traps, which libFuzzer reports as a crash with its input.
+///
+//===----------------------------------------------------------------------===//
+
+#ifndef DP_FUZZ_FUZZERUTILS_H
+#define DP_FUZZ_FUZZERUTILS_H
+
+#include "dp/Support/Diagnostics.h"
+
+#include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace dp {
+namespace fuzz {
+
+/// Stops the fuzzer with \p Why on standard error.
+[[noreturn]] inline void fail(const char *Why) {
+  llvm::errs() << "dp fuzz target: " << Why << '\n';
+  llvm::errs().flush();
+  __builtin_trap();
+}
+
+/// Consumes \p E, which must be success or a list of LocatedErrors that
+/// each say something.
+inline void consumeUserError(llvm::Error E) {
+  llvm::handleAllErrors(
+      std::move(E),
+      [](const LocatedError &LE) {
+        if (LE.getMessage().empty())
+          fail("a located error without a message");
+      },
+      [](const llvm::ErrorInfoBase &EI) {
+        llvm::errs() << "unlocated error: " << EI.message() << '\n';
+        fail("an error that is not a dp::LocatedError");
+      });
+}
+
+} // namespace fuzz
+} // namespace dp
+
+#endif // DP_FUZZ_FUZZERUTILS_H
