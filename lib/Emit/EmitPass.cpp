@@ -16,6 +16,7 @@
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FileUtilities.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
@@ -206,32 +207,51 @@ private:
 };
 } // namespace
 
-/// Renders \p DotPath to \p SVGPath with Graphviz's \p Dot, atomically.
-static Error renderSVG(StringRef Dot, StringRef DotPath, StringRef SVGPath) {
-  SmallString<256> Temp(SVGPath);
-  Temp += ".tmp-%%%%%%";
-  int FD;
-  if (std::error_code EC = sys::fs::createUniqueFile(Temp, FD, Temp))
-    return makeFileError(SVGPath, 0, 0,
-                         "cannot create the output: " + EC.message());
-  sys::fs::closeFile(FD);
+/// Renders the Graphviz text \p DotText with \p Dot and returns the SVG.
+/// dot reads and writes private temporaries, so the run's outputs stay in
+/// its OutputTransaction; \p DotPath only names the graph in errors.
+static Expected<std::string> renderSVG(StringRef Dot, StringRef DotText,
+                                       StringRef DotPath) {
+  SmallString<128> In, Out;
+  if (std::error_code EC = sys::fs::createTemporaryFile("dp-emit", "dot", In))
+    return makeFileError(DotPath, 0, 0,
+                         "emit{render=svg}: cannot create a temporary "
+                         "file: " + EC.message());
+  FileRemover RemoveIn(In);
+  if (std::error_code EC = sys::fs::createTemporaryFile("dp-emit", "svg", Out))
+    return makeFileError(DotPath, 0, 0,
+                         "emit{render=svg}: cannot create a temporary "
+                         "file: " + EC.message());
+  FileRemover RemoveOut(Out);
+  {
+    std::error_code EC;
+    raw_fd_ostream OS(In, EC, sys::fs::OF_None);
+    if (!EC) {
+      OS << DotText;
+      OS.close();
+      if (OS.has_error())
+        EC = OS.error();
+    }
+    if (EC)
+      return makeFileError(DotPath, 0, 0,
+                           "emit{render=svg}: cannot write a temporary "
+                           "file: " + EC.message());
+  }
   std::string ErrMsg;
-  SmallVector<StringRef, 6> Args = {Dot, "-Tsvg", "-o", Temp, DotPath};
+  SmallVector<StringRef, 6> Args = {Dot, "-Tsvg", "-o", Out, In};
   int RC = sys::ExecuteAndWait(Dot, Args, None, {}, 0, 0, &ErrMsg);
-  if (RC != 0) {
-    sys::fs::remove(Temp);
+  if (RC != 0)
     return makeFileError(DotPath, 0, 0,
                          "emit{render=svg}: Graphviz's dot failed" +
                              (ErrMsg.empty()
                                   ? Twine(" (exit status ") + Twine(RC) + ")"
                                   : ": " + Twine(ErrMsg)));
-  }
-  if (std::error_code EC = sys::fs::rename(Temp, SVGPath)) {
-    sys::fs::remove(Temp);
-    return makeFileError(SVGPath, 0, 0,
-                         "cannot write the output: " + EC.message());
-  }
-  return Error::success();
+  ErrorOr<std::unique_ptr<MemoryBuffer>> Buf = MemoryBuffer::getFile(Out);
+  if (!Buf)
+    return makeFileError(DotPath, 0, 0,
+                         "emit{render=svg}: cannot read dot's output: " +
+                             Buf.getError().message());
+  return (*Buf)->getBuffer().str();
 }
 
 /// The user's ONNX model: model= if given, else the pipeline's input.
@@ -374,23 +394,28 @@ Error EmitPass::run(Graph &G, PassContext &Ctx) {
   std::string GraphSVG;
   if (Opts.has(EmitFormatKind::Dot)) {
     std::string Path = E.getPath(EmitFormatKind::Dot);
+    std::string DotText;
+    {
+      raw_string_ostream DotOS(DotText);
+      writeDot(DotOS, S);
+    }
     if (Error Err = E.write(Path, "Graphviz graph",
-                            [&](raw_ostream &OS) { writeDot(OS, S); }))
+                            [&](raw_ostream &OS) { OS << DotText; }))
       return Err;
     if (Opts.RenderSVG) {
-      std::string SVG =
+      Expected<std::string> SVG = renderSVG(Dot, DotText, Path);
+      if (!SVG)
+        return SVG.takeError();
+      std::string SVGPath =
           (StringRef(Path).endswith(".dot") ? StringRef(Path).drop_back(4)
                                             : StringRef(Path))
               .str() +
           ".svg";
-      if (Error Err = renderSVG(Dot, Path, SVG))
+      if (Error Err = E.write(SVGPath, "Graphviz rendering",
+                              [&](raw_ostream &OS) { OS << *SVG; }))
         return Err;
-      E.wrote(SVG, "Graphviz rendering");
-      if (Opts.has(EmitFormatKind::HTML)) {
-        ErrorOr<std::unique_ptr<MemoryBuffer>> Buf = MemoryBuffer::getFile(SVG);
-        if (Buf)
-          GraphSVG = (*Buf)->getBuffer().str();
-      }
+      if (Opts.has(EmitFormatKind::HTML))
+        GraphSVG = std::move(*SVG);
     }
   }
   if (Opts.has(EmitFormatKind::Report))
