@@ -11,6 +11,10 @@ set(DP_INSTALL_CMAKEDIR lib/cmake/dp CACHE STRING
 
 install(TARGETS dp-opt EXPORT dpTargets
         RUNTIME DESTINATION bin COMPONENT dp)
+# The learned placers' plugin, where dp-opt looks for it: ../lib/dp from
+# its bin/ (dp/Learn/Plugin.h).
+install(TARGETS dpLearnPlugin
+        LIBRARY DESTINATION lib/dp COMPONENT dp)
 install(EXPORT dpTargets NAMESPACE dp::
         DESTINATION ${DP_INSTALL_CMAKEDIR} COMPONENT dp)
 configure_package_config_file(

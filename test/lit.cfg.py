@@ -1,4 +1,5 @@
 # -*- Python -*- lit configuration for dp's tests.
+import glob
 import os
 
 import lit.formats
@@ -59,6 +60,11 @@ import subprocess
 config.substitutions.append(("%onnx-python", "/usr/bin/python3"))
 # The build tree, for the test that installs from it (test/Install).
 config.substitutions.append(("%dp-obj", config.dp_obj_root))
+# A shared object that is not dp's learned placers' plugin (libm).
+libm = sorted(glob.glob("/lib/*/libm.so.6") + glob.glob("/usr/lib/*/libm.so.6"))
+if libm:
+    config.available_features.add("libm")
+    config.substitutions.append(("%dp-learn-plugin-other", libm[0]))
 config.substitutions.append(("%emit-inputs",
                              os.path.join(config.test_source_root, "Emit",
                                           "Inputs")))

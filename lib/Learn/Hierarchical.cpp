@@ -81,10 +81,7 @@ Expected<SearchResult> searchHierarchical(const LearnTask &T,
     }
   }
 
-  if (!S.SaveFile.empty())
-    if (Error E = savePolicy(*Policy, Meta, S.SaveFile, Name))
-      return std::move(E);
-  return Search.finish();
+  return finishSearch(Search, *Policy, Meta, S, Name);
 }
 
 } // namespace dp

@@ -144,10 +144,7 @@ Expected<SearchResult> searchMars(const LearnTask &T, const SearchOptions &S,
     }
   }
 
-  if (!S.SaveFile.empty())
-    if (Error E = savePolicy(*Policy, Meta, S.SaveFile, Name))
-      return std::move(E);
-  return Search.finish();
+  return finishSearch(Search, *Policy, Meta, S, Name);
 }
 
 std::vector<double> pretrainGraphEncoder(const LearnTask &T,

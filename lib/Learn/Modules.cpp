@@ -7,7 +7,6 @@
 #include "Modules.h"
 #include "PolicySearch.h"
 #include "dp/Support/Diagnostics.h"
-#include "dp/Support/FileOutput.h"
 
 #include "llvm/Support/MemoryBuffer.h"
 
@@ -463,22 +462,29 @@ void placeZeroShot(PolicySearch &Search, int64_t Batch,
 
 static const char *const MetaKey = "dp_meta";
 
-Error savePolicy(torch::nn::Module &M, ArrayRef<int64_t> Meta, StringRef File,
-                 StringRef Placer) {
+Expected<SearchResult> finishSearch(PolicySearch &Search,
+                                    torch::nn::Module &M,
+                                    ArrayRef<int64_t> Meta,
+                                    const SearchOptions &S, StringRef Placer) {
   std::ostringstream Bytes;
-  try {
-    torch::serialize::OutputArchive Archive;
-    M.save(Archive);
-    Archive.write(MetaKey,
-                  torch::tensor(std::vector<int64_t>(Meta.begin(), Meta.end()),
-                                torch::kLong));
-    Archive.save_to(Bytes);
-  } catch (const std::exception &E) {
-    return makeError("place{algo=" + Placer + "}: cannot save the policy to '" +
-                     File + "': " + E.what());
+  if (!S.SaveFile.empty()) {
+    try {
+      torch::serialize::OutputArchive Archive;
+      M.save(Archive);
+      Archive.write(MetaKey, torch::tensor(std::vector<int64_t>(Meta.begin(),
+                                                                Meta.end()),
+                                           torch::kLong));
+      Archive.save_to(Bytes);
+    } catch (const std::exception &E) {
+      return makeError("place{algo=" + Placer +
+                       "}: cannot save the policy to '" + S.SaveFile +
+                       "': " + E.what());
+    }
   }
-  std::string Data = Bytes.str();
-  return writeFileAtomically(File, [&](raw_ostream &OS) { OS << Data; });
+  Expected<SearchResult> R = Search.finish();
+  if (R)
+    R->SavedPolicy = Bytes.str();
+  return R;
 }
 
 Error loadPolicy(torch::nn::Module &M, ArrayRef<int64_t> Meta,

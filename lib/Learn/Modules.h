@@ -212,10 +212,14 @@ SearchOptions getSearchBudget(const SearchOptions &S);
 void placeZeroShot(PolicySearch &Search, int64_t Batch,
                    llvm::function_ref<void(int64_t, bool)> Draw);
 
-/// Saves \p M with \p Meta (architecture facts checked when loading) to
-/// \p File, atomically.
-llvm::Error savePolicy(torch::nn::Module &M, llvm::ArrayRef<int64_t> Meta,
-                       llvm::StringRef File, llvm::StringRef Placer);
+/// Ends \p Search and returns its result; with S.SaveFile, \p M and
+/// \p Meta (architecture facts checked when loading) serialized into its
+/// SavedPolicy, which the caller writes to S.SaveFile.
+llvm::Expected<SearchResult> finishSearch(PolicySearch &Search,
+                                          torch::nn::Module &M,
+                                          llvm::ArrayRef<int64_t> Meta,
+                                          const SearchOptions &S,
+                                          llvm::StringRef Placer);
 /// Loads \p M from \p File, which must have been saved with \p Meta;
 /// \p MetaNames names each entry for the error.
 llvm::Error loadPolicy(torch::nn::Module &M, llvm::ArrayRef<int64_t> Meta,

@@ -537,10 +537,7 @@ Expected<SearchResult> searchPlaceto(const LearnTask &T, const SearchOptions &S,
     }
   }
 
-  if (!S.SaveFile.empty())
-    if (Error E = savePolicy(*Policy, Meta, S.SaveFile, Name))
-      return std::move(E);
-  return Search.finish();
+  return finishSearch(Search, *Policy, Meta, S, Name);
 }
 
 } // namespace dp

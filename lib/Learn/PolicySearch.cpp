@@ -70,20 +70,6 @@ Expected<std::string> getChoiceOption(LearnOptionList Opts, StringRef Placer,
                    join(Choices, " or ") + ", not '" + *V + "'");
 }
 
-void writeCurveCSV(raw_ostream &OS, ArrayRef<CurvePoint> Curve) {
-  OS << "samples,seconds,best_seconds,sample_seconds\n";
-  for (const CurvePoint &P : Curve) {
-    OS << P.Samples << ',';
-    writeDouble(OS, P.Seconds);
-    OS << ',';
-    if (std::isfinite(P.BestSeconds))
-      writeDouble(OS, P.BestSeconds);
-    OS << ',';
-    writeDouble(OS, P.SampleSeconds);
-    OS << '\n';
-  }
-}
-
 PolicySearch::PolicySearch(const LearnTask &Task, const SearchOptions &Opts,
                            StringRef Name, uint64_t DefaultSamples, double Mu)
     : Task(Task), Opts(Opts), Name(Name.str()), Mu(Mu),

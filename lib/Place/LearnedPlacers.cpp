@@ -14,9 +14,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "Placers.h"
-#include "dp/Learn/Placers.h"
+#include "dp/Learn/Plugin.h"
 #include "dp/Place/LearnTask.h"
 #include "dp/Support/Diagnostics.h"
+#include "dp/Support/FileOutput.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSwitch.h"
@@ -222,21 +223,25 @@ getSearchOptions(const PlaceOptions &Opts,
   return S;
 }
 
-using LearnedSearchFn = Expected<SearchResult> (*)(const LearnTask &,
-                                                   const SearchOptions &,
-                                                   LearnOptions);
-
+/// Runs the learned placer \p Algo on \p T (by default, P's task).
 static Expected<std::vector<uint32_t>>
 placeLearned(const PlacementProblem &P, const PlaceOptions &Opts,
-             LearnedSearchFn Search) {
+             StringRef Algo,
+             function_ref<LearnTask(LearnTask)> Adapt = nullptr) {
   std::vector<std::pair<std::string, std::string>> Own;
   Expected<SearchOptions> S = getSearchOptions(Opts, Own);
   if (!S)
     return S.takeError();
   LearnTask T = buildLearnTask(P);
-  Expected<SearchResult> R = Search(T, *S, Own);
+  if (Adapt)
+    T = Adapt(std::move(T));
+  Expected<SearchResult> R = runLearnedPlacer(Algo, T, *S, Own);
   if (!R)
     return R.takeError();
+  if (!S->SaveFile.empty())
+    if (Error E = writeFileAtomically(
+            S->SaveFile, [&](raw_ostream &OS) { OS << R->SavedPolicy; }))
+      return std::move(E);
   if (Opts.Curve)
     *Opts.Curve = std::move(R->Curve);
   if (R->BestEval.OutOfMemory)
@@ -247,45 +252,44 @@ placeLearned(const PlacementProblem &P, const PlaceOptions &Opts,
 
 Expected<std::vector<uint32_t>> placeMars(const PlacementProblem &P,
                                           const PlaceOptions &Opts) {
-  return placeLearned(P, Opts, searchMars);
+  return placeLearned(P, Opts, "mars");
 }
 
 /// Placeto's raw features (its section 2.2) of a unit are its run time and
 /// the size of its outputs: of buildLearnTask's row, the compute time on
 /// the fastest device (F[9]) and the output bytes (F[11]), log-scaled.
 /// Placeto adds the current device and the visited and current flags.
-static Expected<SearchResult> searchPlacetoOnCosts(const LearnTask &T,
-                                                   const SearchOptions &S,
-                                                   LearnOptions Opts) {
+static LearnTask getPlacetoTask(LearnTask T) {
   static constexpr unsigned Columns[] = {NumOpKinds + 1 + 9,
                                          NumOpKinds + 1 + 11};
-  LearnTask Costs = T;
-  Costs.NumFeatures = std::size(Columns);
-  Costs.Features.clear();
+  std::vector<float> Features;
+  Features.reserve(size_t(T.NumUnits) * std::size(Columns));
   for (unsigned U = 0; U != T.NumUnits; ++U)
     for (unsigned C : Columns)
-      Costs.Features.push_back(T.Features[size_t(U) * T.NumFeatures + C]);
-  return searchPlaceto(Costs, S, Opts);
+      Features.push_back(T.Features[size_t(U) * T.NumFeatures + C]);
+  T.NumFeatures = std::size(Columns);
+  T.Features = std::move(Features);
+  return T;
 }
 
 Expected<std::vector<uint32_t>> placePlaceto(const PlacementProblem &P,
                                              const PlaceOptions &Opts) {
-  return placeLearned(P, Opts, searchPlacetoOnCosts);
+  return placeLearned(P, Opts, "placeto", getPlacetoTask);
 }
 
 Expected<std::vector<uint32_t>> placeColocRL(const PlacementProblem &P,
                                              const PlaceOptions &Opts) {
-  return placeLearned(P, Opts, searchColocRL);
+  return placeLearned(P, Opts, "colocrl");
 }
 
 Expected<std::vector<uint32_t>> placeHierarchical(const PlacementProblem &P,
                                                   const PlaceOptions &Opts) {
-  return placeLearned(P, Opts, searchHierarchical);
+  return placeLearned(P, Opts, "hierarchical");
 }
 
 Expected<std::vector<uint32_t>> placeEAGLE(const PlacementProblem &P,
                                            const PlaceOptions &Opts) {
-  return placeLearned(P, Opts, searchEAGLE);
+  return placeLearned(P, Opts, "eagle");
 }
 
 } // namespace dp

@@ -6,6 +6,7 @@
 
 #include "dp/Place/PlacePass.h"
 #include "Placers.h"
+#include "dp/Learn/Plugin.h"
 #include "dp/Support/Diagnostics.h"
 #include "dp/Support/FileOutput.h"
 

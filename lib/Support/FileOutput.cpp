@@ -49,8 +49,7 @@ static Error writeInPlace(StringRef Path, StringRef Content) {
   std::error_code EC;
   raw_fd_ostream OS(Path, EC, sys::fs::OF_None);
   if (EC)
-    return makeFileError(Path, 0, 0, "cannot open the output: " +
-                                         EC.message());
+    return makeFileError(Path, 0, 0, "cannot open the output: " + EC.message());
   OS << Content;
   OS.close();
   if (OS.has_error()) {
@@ -77,8 +76,8 @@ writeTemporary(StringRef Path, function_ref<void(raw_ostream &)> Write) {
   Temp += ".tmp-%%%%%%";
   int FD;
   if (std::error_code EC = sys::fs::createUniqueFile(Temp, FD, Temp))
-    return makeFileError(Path, 0, 0, "cannot create the output: " +
-                                         EC.message());
+    return makeFileError(Path, 0, 0,
+                         "cannot create the output: " + EC.message());
   sys::RemoveFileOnSignal(Temp);
   raw_fd_ostream OS(FD, /*shouldClose=*/true);
   Write(OS);
@@ -107,8 +106,8 @@ static Error renameOver(StringRef Path, StringRef Temp) {
     sys::fs::remove(Temp);
   sys::DontRemoveFileOnSignal(Temp);
   if (EC)
-    return makeFileError(Path, 0, 0, "cannot write the output: " +
-                                         EC.message());
+    return makeFileError(Path, 0, 0,
+                         "cannot write the output: " + EC.message());
   return Error::success();
 }
 

@@ -7,6 +7,7 @@
 #include "DiagnosticsTestUtil.h"
 #include "PolicySearch.h"
 #include "dp/Learn/Placers.h"
+#include "dp/Learn/Plugin.h"
 
 #include "llvm/Support/raw_ostream.h"
 

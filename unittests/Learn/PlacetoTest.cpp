@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "DiagnosticsTestUtil.h"
+#include "SavedPolicy.h"
 #include "dp/Learn/Placers.h"
 
 #include "llvm/Support/FileSystem.h"
@@ -199,6 +200,16 @@ TEST(PlacetoTest, IntermediateRewardsReachTheOptimumOfASmallProblem) {
   EXPECT_NEAR(R->BestEval.StepSeconds, D.optimum() * 1e-3, 1e-12);
 }
 
+/// searchPlaceto, then what dp does with save=: the trained policy is
+/// written to S.SaveFile.
+static llvm::Expected<SearchResult>
+searchAndSave(const LearnTask &T, const SearchOptions &S, LearnOptions Opts) {
+  llvm::Expected<SearchResult> R = searchPlaceto(T, S, Opts);
+  if (R)
+    test::writeSavedPolicy(*R, S.SaveFile);
+  return R;
+}
+
 TEST(PlacetoTest, FinalRewardsLearnTheOptimum) {
   // One sample per episode, its final placement, so that the curve shows
   // what the policy places.
@@ -208,7 +219,7 @@ TEST(PlacetoTest, FinalRewardsLearnTheOptimum) {
   TempPolicy File;
   SearchOptions S = budget(3, 1500);
   S.SaveFile = std::string(File.Path);
-  llvm::Expected<SearchResult> R = searchPlaceto(T, S, options("false"));
+  llvm::Expected<SearchResult> R = searchAndSave(T, S, options("false"));
   ASSERT_TRUE(bool(R)) << llvm::toString(R.takeError());
   ASSERT_EQ(R->Curve.size(), 1500u);
   // Uniform sampling would find an optimum with this budget one time in
@@ -265,7 +276,7 @@ TEST(PlacetoTest, PlacesAnUnseenGraphZeroShot) {
   LearnTask TrainTask = Train.task();
   SearchOptions S = budget(1, 4000);
   S.SaveFile = std::string(File.Path);
-  llvm::Expected<SearchResult> Trained = searchPlaceto(TrainTask, S, options());
+  llvm::Expected<SearchResult> Trained = searchAndSave(TrainTask, S, options());
   ASSERT_TRUE(bool(Trained)) << llvm::toString(Trained.takeError());
 
   LearnTask TestTask = Test.task();
@@ -294,7 +305,7 @@ TEST(PlacetoTest, FinetuneIsTheBudgetOfALoadedPolicy) {
   LearnTask T = FourBranches.task();
   SearchOptions S = budget(1, 40);
   S.SaveFile = std::string(File.Path);
-  ASSERT_TRUE(bool(searchPlaceto(T, S, options())));
+  ASSERT_TRUE(bool(searchAndSave(T, S, options())));
   SearchOptions F = budget(1, 5);
   F.LoadFile = std::string(File.Path);
   F.FinetuneSamples = 120;
@@ -308,7 +319,7 @@ TEST(PlacetoTest, ALoadedPolicyMustMatchTheDevices) {
   LearnTask T = FourBranches.task();
   SearchOptions S = budget(1, 20);
   S.SaveFile = std::string(File.Path);
-  ASSERT_TRUE(bool(searchPlaceto(T, S, options())));
+  ASSERT_TRUE(bool(searchAndSave(T, S, options())));
   DagProblem Three = FourBranches;
   Three.Devices = 3;
   LearnTask T3 = Three.task();

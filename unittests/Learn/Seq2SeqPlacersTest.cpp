@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "DiagnosticsTestUtil.h"
+#include "SavedPolicy.h"
 #include "Grouper.h"
 #include "dp/Learn/Placers.h"
 
@@ -198,6 +199,7 @@ TEST(Seq2SeqPlacersTest, ASavedPolicyPlacesZeroShotAndFineTunes) {
     S.SaveFile = std::string(File.Path);
     llvm::Expected<SearchResult> Trained = P.Search(T, S, P.Options);
     ASSERT_TRUE(bool(Trained)) << llvm::toString(Trained.takeError());
+    test::writeSavedPolicy(*Trained, File.Path);
 
     // The trained policy's likeliest placement, then nine samples.
     SearchOptions Z = budget(2, 0);
@@ -232,7 +234,9 @@ TEST(Seq2SeqPlacersTest, ALoadedPolicyMustMatchTheTask) {
     PolicyFile File(C.P.Name);
     SearchOptions S = budget(1, 4);
     S.SaveFile = std::string(File.Path);
-    ASSERT_TRUE(bool(C.P.Search(T, S, C.P.Options)));
+    llvm::Expected<SearchResult> Trained = C.P.Search(T, S, C.P.Options);
+    ASSERT_TRUE(bool(Trained)) << llvm::toString(Trained.takeError());
+    test::writeSavedPolicy(*Trained, File.Path);
     SearchOptions L = budget(1, 0);
     L.LoadFile = std::string(File.Path);
     llvm::Expected<SearchResult> R = C.P.Search(Other, L, C.LoadOptions);

@@ -93,8 +93,10 @@ struct SearchOptions {
   double FailingSeconds = 100;
   /// Where to write progress lines while searching; null: quiet.
   llvm::raw_ostream *Progress = nullptr;
-  /// A policy to start from (load=) and where to save the trained one
-  /// (save=); empty: none.
+  /// A policy to start from (load=) and where the trained one is to be
+  /// saved (save=); empty: none. The placer reads LoadFile itself but
+  /// only serializes the trained policy into SearchResult::SavedPolicy:
+  /// the caller writes SaveFile, with the rest of the run's outputs.
   std::string LoadFile, SaveFile;
   /// With LoadFile: training samples on the new graph (finetune=N); 0
   /// places zero-shot with the loaded policy (its greedy placement and a
@@ -112,10 +114,10 @@ struct SearchResult {
   double Seconds = 0;
   /// Best-so-far after every sample.
   std::vector<CurvePoint> Curve;
+  /// With SearchOptions::SaveFile: the trained policy, as that file's
+  /// bytes.
+  std::string SavedPolicy;
 };
-
-/// Writes a search curve as CSV: samples,seconds,best_seconds,sample_seconds.
-void writeCurveCSV(llvm::raw_ostream &OS, llvm::ArrayRef<CurvePoint> Curve);
 
 } // namespace dp
 

@@ -35,9 +35,9 @@ namespace dp {
 /// name the path. Targets that exist and are not regular files (/dev/null,
 /// a pipe) are written in place. Inside an OutputTransaction the target is
 /// only replaced when the transaction commits.
-llvm::Error writeFileAtomically(llvm::StringRef Path,
-                                llvm::function_ref<void(llvm::raw_ostream &)>
-                                    Write);
+llvm::Error
+writeFileAtomically(llvm::StringRef Path,
+                    llvm::function_ref<void(llvm::raw_ostream &)> Write);
 
 /// The output files of one run of a tool. While it is open (the innermost
 /// one on this thread), writeFileAtomically writes each file to a
