@@ -10,6 +10,10 @@
 #   DP_ASAN_BUILD_DIR   the sanitizer build (default build-asan)
 #   DP_FUZZ_BUILD_DIR   the fuzzer build (default build-fuzz)
 #   DP_FUZZ_SECONDS     seconds per fuzz target (default 20)
+#   DP_ASAN_LIT_FILTER_OUT
+#                       lit tests the sanitizer build leaves out (a regular
+#                       expression; default: the three slowest, see below;
+#                       set it to '^$' to run every test)
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 asan_build=${DP_ASAN_BUILD_DIR:-$root/build-asan}
@@ -37,10 +41,21 @@ count() {
 # -O1 keeps the instrumented build quick to compile and its tests quick to
 # run; assertions stay on (DP_ENABLE_ASSERTIONS). Sanitizer reports abort
 # (test/lit.cfg.py sets the options for lit; these are for ctest).
+#
+# Every unit test and every lit test runs against it but three, which the
+# normal build has just run and which would take more than half of the
+# sanitizer build's lit time (docs/hardening.md, "CI time"): the
+# libonnx-testdata sweep (its 1072 models are also the onnx-binary fuzz
+# target's seeds, which it imports under ASan and UBSan below), Graphviz
+# rendering of the bundled models' DOT, and the every-placer determinism
+# check on nmt2 (each placer's code runs under the sanitizers in
+# test/Place).
+asan_lit_filter_out=${DP_ASAN_LIT_FILTER_OUT-'^dp :: (Import/onnx-testdata|Models/emit-dot-render|dp-opt/determinism-placers)\.test$'}
 echo "== sanitizer build (ASan + UBSan) in $asan_build"
 start=$SECONDS
 ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1} \
 UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:abort_on_error=1} \
+LIT_FILTER_OUT=$asan_lit_filter_out \
 DP_BUILD_DIR=$asan_build DP_CHECK_HARDENING=0 \
   bash "$root/utils/check.sh" -DDP_ENABLE_SANITIZERS=ON \
   -DDP_BUILD_BENCHMARKS=OFF "-DCMAKE_CXX_FLAGS_RELEASE=-O1 -g1" \

@@ -26,6 +26,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TARGETS = ["onnx-binary", "onnx-text", "ir-text", "bytecode", "pipeline",
@@ -190,9 +191,11 @@ def run_target(args, target):
     symbolizer = shutil.which("llvm-symbolizer")
     if symbolizer:
         env.setdefault("ASAN_SYMBOLIZER_PATH", symbolizer)
+    start = time.monotonic()
     with open(log_path, "w") as log:
         rc = subprocess.call(cmd, stdout=log, stderr=subprocess.STDOUT,
                              env=env, timeout=args.time + 300)
+    seconds = time.monotonic() - start
     text = open(log_path, encoding="utf-8", errors="replace").read()
 
     def stat(name):
@@ -206,7 +209,7 @@ def run_target(args, target):
     ok = rc == 0 and crashes == 0
     print("fuzz %s: %s: %d seeds, %d execs in %d s (%d/s), coverage %s, "
           "%d crashing inputs%s" %
-          (target, "PASS" if ok else "FAIL", num_seeds, execs, args.time,
+          (target, "PASS" if ok else "FAIL", num_seeds, execs, seconds,
            per_sec, cov[-1] if cov else "?", crashes,
            "" if ok else " (log: %s, inputs: %s)" % (log_path, artifacts)))
     if not ok:

@@ -31,6 +31,7 @@
 
 #include <climits>
 #include <map>
+#include <memory>
 #include <queue>
 #include <regex>
 
@@ -817,13 +818,71 @@ Error ONNXImporter::runChecker() {
   return Error::success();
 }
 
+/// Fails shape inference of a ConvTranspose whose filter W and input X have
+/// known ranks that differ. libonnx 1.12's shape inference takes the
+/// kernel's rank from W and the number of spatial axes from X and indexes
+/// one by the other without checking, which crashes on such a model.
+static void checkConvTransposeRanks(onnx::InferenceContext &Ctx) {
+  if (Ctx.getNumInputs() < 2)
+    return;
+  const onnx::TypeProto *X = Ctx.getInputType(0);
+  const onnx::TypeProto *W = Ctx.getInputType(1);
+  if (!X || !W || !X->tensor_type().has_shape() ||
+      !W->tensor_type().has_shape())
+    return;
+  int XRank = X->tensor_type().shape().dim_size();
+  int WRank = W->tensor_type().shape().dim_size();
+  if (XRank >= 2 && WRank != XRank)
+    fail_shape_inference("the filter W has rank ", WRank,
+                         " and the input X rank ", XRank,
+                         "; ConvTranspose needs them equal");
+}
+
+namespace {
+
+/// ONNX's operator schemas, with dp's checks run before the shape inference
+/// functions of libonnx that crash on inconsistent inputs instead of
+/// failing (see checkConvTransposeRanks).
+class GuardedSchemaRegistry final : public onnx::ISchemaRegistry {
+public:
+  const onnx::OpSchema *GetSchema(const std::string &Key,
+                                  const int MaxInclusiveVersion,
+                                  const std::string &Domain) const override {
+    const onnx::OpSchema *Schema =
+        onnx::OpSchemaRegistry::Instance()->GetSchema(Key, MaxInclusiveVersion,
+                                                      Domain);
+    if (!Schema || Key != "ConvTranspose" ||
+        (!Domain.empty() && Domain != "ai.onnx"))
+      return Schema;
+    std::unique_ptr<onnx::OpSchema> &Guarded = GuardedSchemas[Schema];
+    if (!Guarded) {
+      Guarded = std::make_unique<onnx::OpSchema>(*Schema);
+      onnx::InferenceFunction Infer =
+          Schema->GetTypeAndShapeInferenceFunction();
+      Guarded->TypeAndShapeInferenceFunction(
+          [Infer](onnx::InferenceContext &Ctx) {
+            checkConvTransposeRanks(Ctx);
+            if (Infer)
+              Infer(Ctx);
+          });
+    }
+    return Guarded.get();
+  }
+
+private:
+  mutable DenseMap<const onnx::OpSchema *, std::unique_ptr<onnx::OpSchema>>
+      GuardedSchemas;
+};
+
+} // namespace
+
 Error ONNXImporter::runShapeInference() {
   try {
     onnx::ShapeInferenceOptions Options(/*check_type_val=*/true,
                                         /*strict_mode_val=*/1,
                                         /*data_prop_val=*/true);
-    onnx::shape_inference::InferShapes(
-        *Model, onnx::OpSchemaRegistry::Instance(), Options);
+    GuardedSchemaRegistry Schemas;
+    onnx::shape_inference::InferShapes(*Model, &Schemas, Options);
   } catch (const std::exception &E) {
     std::string Node = findNodeInMessage(E.what());
     std::string Msg = "shape inference failed: " + cleanONNXMessage(E.what());
