@@ -254,11 +254,15 @@ public:
 
   /// Scores the initial placement, every unit on the first device (the
   /// authors' zero placement).
-  void start() { InitialReward = Search.evaluate(Initial); }
+  void start() {
+    InitialReward = Search.evaluate(Initial);
+    InitialEval = Search.lastEvaluation();
+  }
 
   /// Runs \p Batch episodes side by side, sampling the devices (or, with
-  /// \p Greedy, taking the likeliest), and scores every placement a move
-  /// changes (\p ScoreMoves, for intermediate rewards) or the final ones.
+  /// \p Greedy, taking the likeliest), and scores the placement after
+  /// every move (\p ScoreMoves, for intermediate rewards: each is a sample,
+  /// simulated only when the move changed it) or the final ones.
   /// Returns false when the budget ran out before they ended.
   bool runEpisodes(int64_t Batch, std::mt19937_64 &Rng, bool Greedy,
                    bool ScoreMoves);
@@ -283,6 +287,7 @@ private:
   int64_t U, D, In, Hidden;
   std::vector<uint32_t> Initial;
   double InitialReward = 0;
+  Evaluation InitialEval;
   /// Of the last episodes, step-major: the device chosen and the reward
   /// after the move (intermediate) or of the final placement.
   int64_t Batch = 0;
@@ -318,6 +323,7 @@ bool PlacetoSearch::runEpisodes(int64_t NewBatch, std::mt19937_64 &Rng,
   Rewards.assign(Steps * Batch, 0);
   std::vector<std::vector<uint32_t>> P(Batch, Initial);
   std::vector<double> Last(Batch, InitialReward);
+  std::vector<Evaluation> LastEval(Batch, InitialEval);
   std::vector<bool> Scored(Batch, false);
   std::vector<float> X(size_t(U) * Batch * In);
   std::vector<float> Pools(3 * size_t(U));
@@ -335,22 +341,28 @@ bool PlacetoSearch::runEpisodes(int64_t NewBatch, std::mt19937_64 &Rng,
     for (int64_t B = 0; B != Batch; ++B) {
       int64_t A = sampleIndex(Prob + B * D, D, Rng, Greedy);
       Actions[Step * Batch + B] = A;
-      // A unit that stays where it is leaves the placement, and so its
-      // score, unchanged: nothing to simulate.
       bool Moved = P[B][Current] != uint32_t(A);
       P[B][Current] = uint32_t(A);
-      if (ScoreMoves && Moved) {
+      if (ScoreMoves) {
+        // Every move is a sample of the budget, so that the budget bounds
+        // the episodes whatever the policy does; a unit that stays where
+        // it is leaves the placement, and so its score, unchanged: nothing
+        // to simulate.
         if (Search.done())
           return false;
-        Last[B] = Search.evaluate(P[B]);
+        if (Moved) {
+          Last[B] = Search.evaluate(P[B]);
+          LastEval[B] = Search.lastEvaluation();
+        } else {
+          Last[B] = Search.record(P[B], LastEval[B]);
+        }
         Scored[B] = true;
       }
       Rewards[Step * Batch + B] = Last[B];
     }
   }
-  // The final placements. An episode that moved nothing is scored too, so
-  // that every episode costs a sample and a policy that has learned to
-  // keep the initial placement still spends the budget.
+  // Without intermediate rewards, the final placements (with them, every
+  // episode of at least one step has been scored at each move).
   for (int64_t B = 0; B != Batch; ++B) {
     if (Scored[B])
       continue;

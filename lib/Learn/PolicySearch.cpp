@@ -107,7 +107,12 @@ static bool isBetter(const Evaluation &A, const Evaluation &B) {
 }
 
 double PolicySearch::evaluate(ArrayRef<uint32_t> Placement) {
-  Evaluation E = Task.Evaluate(Placement);
+  return record(Placement, Task.Evaluate(Placement));
+}
+
+double PolicySearch::record(ArrayRef<uint32_t> Placement,
+                            const Evaluation &E) {
+  LastEval = E;
   ++Result.Samples;
   if (Result.Best.empty() || isBetter(E, Result.BestEval)) {
     Result.Best.assign(Placement.begin(), Placement.end());

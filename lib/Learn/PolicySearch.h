@@ -67,6 +67,12 @@ public:
   /// its reward, -sqrt(step seconds), with the failing step time for a
   /// placement that does not fit.
   double evaluate(llvm::ArrayRef<uint32_t> Placement);
+  /// Records \p Placement, already scored as \p E (the same placement as
+  /// one evaluated before), as a sample: counted, on the curve and in the
+  /// progress line, not simulated again. Returns its reward.
+  double record(llvm::ArrayRef<uint32_t> Placement, const Evaluation &E);
+  /// The score of the last recorded placement.
+  const Evaluation &lastEvaluation() const { return LastEval; }
   /// The step time (seconds, failing time when out of memory) of the last
   /// evaluated placement.
   double lastStepSeconds() const { return LastSeconds; }
@@ -93,6 +99,7 @@ private:
   double Baseline = 0;
   bool HaveBaseline = false;
   double LastSeconds = 0;
+  Evaluation LastEval;
   double LastPrinted = -1;
   std::chrono::steady_clock::time_point Start;
   SearchResult Result;

@@ -254,6 +254,30 @@ TEST(PlacetoTest, AFixedSeedGivesTheSamePlacement) {
     EXPECT_EQ(A->Curve[I].SampleSeconds, B->Curve[I].SampleSeconds) << I;
 }
 
+TEST(PlacetoTest, EveryMoveIsASampleOfTheBudget) {
+  // A chain whose units are best kept together: the policy learns to
+  // leave units where they are, and must still spend its budget in a
+  // bounded number of episodes. Every move is a sample; only the moves
+  // that change the placement are simulated.
+  DagProblem D = forkJoin({{2, 2, 2, 2}}, 10);
+  LearnTask T = D.task();
+  uint64_t Simulated = 0;
+  auto Simulate = T.Evaluate;
+  T.Evaluate = [&](llvm::ArrayRef<uint32_t> P) {
+    ++Simulated;
+    return Simulate(P);
+  };
+  // The initial placement, then 30 updates of 8 episodes of 6 moves.
+  const uint64_t Budget = 1 + 30 * 8 * 6;
+  llvm::Expected<SearchResult> R =
+      searchPlaceto(T, budget(2, Budget), options());
+  ASSERT_TRUE(bool(R)) << llvm::toString(R.takeError());
+  EXPECT_EQ(R->Samples, Budget);
+  EXPECT_EQ(R->Curve.size(), Budget);
+  EXPECT_LT(Simulated, Budget);
+  EXPECT_NEAR(R->BestEval.StepSeconds, D.optimum() * 1e-3, 1e-12);
+}
+
 TEST(PlacetoTest, FindsAPlacementThatFitsWhenTheStartDoesNot) {
   // Every unit on the first device (the initial placement) does not fit;
   // each device holds at most six of the ten units.
@@ -274,7 +298,7 @@ TEST(PlacetoTest, PlacesAnUnseenGraphZeroShot) {
   DagProblem Test = forkJoin({{2, 2, 1}, {1, 2}, {3}, {2, 2}, {1, 1}}, 0.5);
   TempPolicy File;
   LearnTask TrainTask = Train.task();
-  SearchOptions S = budget(1, 4000);
+  SearchOptions S = budget(1, 6000);
   S.SaveFile = std::string(File.Path);
   llvm::Expected<SearchResult> Trained = searchAndSave(TrainTask, S, options());
   ASSERT_TRUE(bool(Trained)) << llvm::toString(Trained.takeError());
