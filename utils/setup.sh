@@ -19,8 +19,11 @@ packages=(
   # ONNX: protobuf model, parser, checker, shape inference; protoc encodes
   # test fixtures
   libonnx-dev libprotobuf-dev protobuf-compiler
-  # oneDNN: cost-annotate{source=onednn} measures ops on this CPU
-  libdnnl-dev
+  # oneDNN: cost-annotate{source=onednn} measures ops on this CPU. Debian
+  # builds it with the OpenCL GPU runtime, so its CMake package does
+  # find_package(OpenCL REQUIRED); libdnnl-dev only recommends the OpenCL
+  # development files, and recommends are not installed here
+  libdnnl-dev ocl-icd-opencl-dev
   # graph partitioning and the LP solver of the placers
   libmetis-dev libscotch-dev libglpk-dev
   # learned placers (lib/Learn): libtorch's C++ API, and an optimized BLAS
