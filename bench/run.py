@@ -155,6 +155,8 @@ def budget(variant, cfg):
     opts = "samples=%d,threads=1" % cfg["samples"]
     if variant == "mars":
         opts += ",pretrain=%d" % cfg["pretrain"]
+    if variant in ("mars", "mars-nopre") and cfg.get("mars_hidden"):
+        opts += ",hidden=%d" % cfg["mars_hidden"]
     if variant == "placeto":
         # An episode moves every unit once: the budget counts episodes
         # worth of the others' samples so that it ends in similar time.
@@ -1344,6 +1346,8 @@ def main():
     ap.add_argument("--samples", type=int,
                     help="learned placers' sample budget (Placeto: x256)")
     ap.add_argument("--pretrain", type=int, help="Mars's DGI iterations")
+    ap.add_argument("--mars-hidden", type=int,
+                    help="Mars's LSTM units (hidden=; default: Mars's 512)")
     ap.add_argument("--anneal-seconds", type=float)
     ap.add_argument("--gen-models", help="unseen models of Mars Table 3")
     ap.add_argument("--gen-train", type=int,
@@ -1369,7 +1373,8 @@ def main():
             cfg[k] = v.split(",")
     if args.seeds:
         cfg["seeds"] = [int(s) for s in args.seeds.split(",")]
-    for k in ("samples", "pretrain", "anneal_seconds", "timeout",
+    for k in ("samples", "pretrain", "mars_hidden", "anneal_seconds",
+              "timeout",
               "gen_train",
               "gen_finetune", "family_samples"):
         if getattr(args, k) is not None:
