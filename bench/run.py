@@ -304,6 +304,35 @@ def samples_to_1pct(curve):
     return None
 
 
+def budget_rank(label):
+    """How large a budget label is, for choosing the headline cell of a
+    placer run at several budgets: its sample count, else its seconds."""
+    m = re.search(r"samples=(\d+)", label or "")
+    if m:
+        return float(m.group(1))
+    m = re.search(r"seconds=([\d.]+)", label or "")
+    return float(m.group(1)) if m else 0.0
+
+
+def curve_file(model, cluster, variant, label, seed):
+    """Where the curve of one learned-placer run is kept: the budget is in
+    the name, so that runs at another budget (the quick set's) never
+    replace it."""
+    tag = re.sub(r"[^A-Za-z0-9.]+", "", label.replace(",", "-")
+                 .replace("=", "")) if label and label != "-" else ""
+    return os.path.join(CURVES, "%s-%s-%s-%sseed%d.csv" % (
+        model, cluster, variant, tag + "-" if tag else "", seed))
+
+
+def row_curve(row):
+    """The curve file of a quality row: the one it names, or the name
+    rows recorded before curves carried their budget."""
+    if row.get("curve"):
+        return os.path.join(ROOT, row["curve"])
+    return os.path.join(CURVES, "%s-%s-%s-seed%s.csv" % (
+        row["model"], row["cluster"], row["placer"], row["seed"]))
+
+
 def place_once(tools, prep, model, cluster, variant, seed, cfg, workdir,
                curve_path=None, extra_opts=None):
     bc = prep.get(model, cluster)
@@ -351,13 +380,15 @@ def place_once(tools, prep, model, cluster, variant, seed, cfg, workdir,
         if curve_path:
             os.makedirs(os.path.dirname(curve_path), exist_ok=True)
             thin_curve(tmp_curve, curve_path)
+            row["curve"] = os.path.relpath(curve_path, ROOT)
     return row
 
 
 QUALITY_FIELDS = ["model", "cluster", "placer", "colocation", "budget",
                   "seed", "step_s", "lower_bound_s", "oom", "max_peak_gib",
                   "search_s", "wall_s", "samples", "samples_to_1pct",
-                  "curve_seconds", "units", "peak_rss_mib", "error"]
+                  "curve_seconds", "units", "peak_rss_mib", "error",
+                  "curve"]
 
 
 def read_csv(path):
@@ -384,7 +415,10 @@ def merge_rows(old, new, key):
 
 
 def quality_key(r):
-    return (r["model"], r["cluster"], r["placer"], str(r["seed"]))
+    # The budget is part of the key: a run at another budget (the quick
+    # set's, say) adds rows of its own instead of replacing these.
+    return (r["model"], r["cluster"], r["placer"], r.get("budget", ""),
+            str(r["seed"]))
 
 
 def part_placement(tools, prep, cfg, args, workdir):
@@ -398,9 +432,9 @@ def part_placement(tools, prep, cfg, args, workdir):
                 for seed in cfg["seeds"]:
                     curve_path = None
                     if variant in LEARNED:
-                        curve_path = os.path.join(
-                            CURVES, "%s-%s-%s-seed%d.csv" % (
-                                model, cluster, variant, seed))
+                        curve_path = curve_file(
+                            model, cluster, variant,
+                            budget_label(variant, cfg), seed)
                     r = place_once(tools, prep, model, cluster, variant,
                                    seed, cfg, workdir, curve_path)
                     rows.append(r)
@@ -428,18 +462,19 @@ def num(x):
 
 
 def cells(rows):
-    """Groups quality rows by (model, cluster, placer) into per-cell
-    statistics over seeds."""
+    """Groups quality rows by (model, cluster, placer, budget) into
+    per-cell statistics over seeds."""
     out = {}
     for r in rows:
-        out.setdefault((r["model"], r["cluster"], r["placer"]), []).append(r)
+        out.setdefault((r["model"], r["cluster"], r["placer"],
+                        r.get("budget", "")), []).append(r)
     stats = {}
     for key, rs in out.items():
         ok = [r for r in rs if not r.get("error")]
         c = {"runs": len(rs), "seeds": sorted(int(r["seed"]) for r in rs),
              "failed": sorted(int(r["seed"]) for r in rs
                               if r.get("error")),
-             "budget": rs[0].get("budget", ""),
+             "budget": rs[0].get("budget", ""), "rows": rs,
              "colocation": rs[0].get("colocation", "")}
         if not ok:
             c["error"] = rs[0].get("error", "failed")
@@ -463,6 +498,27 @@ def cells(rows):
             c["samples"] = statistics.median(sm) if sm else None
         stats[key] = c
     return stats
+
+
+def headline(st):
+    """(model, cluster, placer) -> the cell of the largest budget that
+    ran (then the one with more seeds): what the papers' comparison and
+    the curves quote for a placer run at several budgets."""
+    out = {}
+    for (m, cl, v, b), c in st.items():
+        k = (m, cl, v)
+        rank = (budget_rank(b), len(c["seeds"]))
+        if k not in out or rank > out[k][0]:
+            out[k] = (rank, c)
+    return {k: c for k, (_, c) in out.items()}
+
+
+def seed1_curve(st, model, cluster, variant):
+    """The curve of seed 1 of the headline cell of a learned placer."""
+    c = headline(st).get((model, cluster, variant))
+    rows = [r for r in (c or {}).get("rows", []) if str(r["seed"]) == "1"
+            and not r.get("error")]
+    return read_curve(row_curve(rows[0])) if rows else []
 
 
 def ms(x):
@@ -560,10 +616,11 @@ def doc_quality(rows, cfg, command):
                   "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | "
                   "---: | ---: | ---: | ---: | ---: | --- |"]
         for model in models:
-            for v in order:
-                c = st.get((model, cluster, v))
-                if not c:
-                    continue
+            for v, c in sorted(
+                    ((k[2], c) for k, c in st.items()
+                     if k[0] == model and k[1] == cluster),
+                    key=lambda vc: (order.index(vc[0]),
+                                    budget_rank(vc[1]["budget"]))):
                 seeds = ",".join(map(str, c["seeds"]))
                 if c["failed"] and "error" not in c:
                     seeds += " (%s: error)" % ",".join(map(str, c["failed"]))
@@ -652,7 +709,7 @@ def verdict(pa, pb, da, db, na, nb):
 
 def doc_papers(rows, command):
     papers = json.load(open(os.path.join(BENCH, "papers.json")))
-    st = cells(rows)
+    st = headline(cells(rows))
     out = []
     lines = [
         "## The papers side by side", "",
@@ -660,7 +717,8 @@ def doc_papers(rows, command):
         "from the papers' tables, quoted in "
         "[bench/papers.json](../bench/papers.json) with their table "
         "numbers, next to dp's for the same pair of placers on the "
-        "matching cluster (median over seeds; generated by `%s` on %s from "
+        "matching cluster (median over seeds, at the largest budget a "
+        "placer ran; generated by `%s` on %s from "
         "bench/results/quality.csv). The papers measured real TensorFlow "
         "steps on P100s (Mars, EAGLE) or K80s (Placeto); dp simulates its "
         "own models with roofline costs, and its learned placers ran with "
@@ -882,15 +940,15 @@ def part_curves(cfg, command):
     made = 0
     for model in ("gnmt4", "bert_base"):
         series = []
+        st = cells(read_csv(os.path.join(RESULTS, "quality.csv")))
         for v in LEARNED:
-            c = read_curve(os.path.join(
-                CURVES, "%s-p100x4-%s-seed1.csv" % (model, v)))
+            c = seed1_curve(st, model, "p100x4", v)
             c = [r for r in c if r[2] < 99]  # the failing signal
             if c:
                 series.append((v, c))
         if not series:
             continue
-        st = cells(read_csv(os.path.join(RESULTS, "quality.csv")))
+        st = headline(st)
         refs = [(v, st[(model, "p100x4", v)]["step"] * 1e3)
                 for v in ("expert", "anneal")
                 if "step" in st.get((model, "p100x4", v), {})]
@@ -1213,15 +1271,17 @@ def part_speed(tools, prep, cfg, command, workdir):
                 "BERT-Base training step on p100x4")
     # Learned placers: samples/s and update time from the curves of the
     # quality runs (p100x4, seed 1), or short runs of their own.
+    st = cells(read_csv(os.path.join(RESULTS, "quality.csv")))
     for model in ("gnmt4", "bert_base"):
         for v in LEARNED:
-            path = os.path.join(CURVES, "%s-p100x4-%s-seed1.csv" % (model, v))
-            c = read_curve(path)
+            c = seed1_curve(st, model, "p100x4", v)
             src = "quality run"
             if not c and v in cfg["placers"]:
+                speed_cfg = dict(cfg, samples=cfg["speed_samples"])
+                path = curve_file(model, "p100x4", v,
+                                  budget_label(v, speed_cfg), 1)
                 row = place_once(tools, prep, model, "p100x4", v, 1,
-                                 dict(cfg, samples=cfg["speed_samples"]),
-                                 workdir, path)
+                                 speed_cfg, workdir, path)
                 c = read_curve(path)
                 src = "speed run"
             if not c:
@@ -1267,9 +1327,9 @@ def part_speed(tools, prep, cfg, command, workdir):
                                                     times[1][3]), "x", "")
     # Peak memory of dp-opt placing BERT-Base with Mars: the quality run's
     # (p100x4, seed 1) when there is one, else a run of its own.
-    q = [r for r in read_csv(os.path.join(RESULTS, "quality.csv"))
-         if (r["model"], r["cluster"], r["placer"], r["seed"]) ==
-         ("bert_base", "p100x4", "mars", "1") and not r.get("error")]
+    q = [r for r in headline(st).get(("bert_base", "p100x4", "mars"),
+                                     {}).get("rows", [])
+         if r["seed"] == "1" and not r.get("error")]
     if q:
         add("memory", "peak RSS, dp-opt placing BERT-Base with Mars",
             "%.0f" % float(q[0]["peak_rss_mib"]), "MiB",
