@@ -318,7 +318,7 @@ def curve_file(model, cluster, variant, label, seed):
     """Where the curve of one learned-placer run is kept: the budget is in
     the name, so that runs at another budget (the quick set's) never
     replace it."""
-    tag = re.sub(r"[^A-Za-z0-9.]+", "", label.replace(",", "-")
+    tag = re.sub(r"[^A-Za-z0-9.-]+", "", label.replace(",", "-")
                  .replace("=", "")) if label and label != "-" else ""
     return os.path.join(CURVES, "%s-%s-%s-%sseed%d.csv" % (
         model, cluster, variant, tag + "-" if tag else "", seed))
