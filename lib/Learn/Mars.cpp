@@ -66,14 +66,18 @@ Expected<SearchResult> searchMars(const LearnTask &T, const SearchOptions &S,
       getRealOption(Opts, Name, "lr", 3e-4, 1.0);
   if (!LearningRate)
     return LearningRate.takeError();
+  Expected<torch::Device> Device = getTorchDevice(Opts, Name);
+  if (!Device)
+    return Device.takeError();
 
   setUpTorch(S.Threads, S.Seed);
   std::mt19937_64 Rng(S.Seed);
-  torch::Tensor X = getFeatures(T);
-  torch::Tensor Adj = getNormalizedAdjacency(T);
+  torch::Tensor X = getFeatures(T).to(*Device);
+  torch::Tensor Adj = getNormalizedAdjacency(T).to(*Device);
   torch::Tensor Order =
       torch::tensor(std::vector<int64_t>(T.Order.begin(), T.Order.end()),
-                    torch::kLong);
+                    torch::kLong)
+          .to(*Device);
 
   MarsPolicy Policy(T.NumFeatures, *GCNHidden, *Hidden, T.NumDevices,
                     *Segment);
@@ -86,7 +90,9 @@ Expected<SearchResult> searchMars(const LearnTask &T, const SearchOptions &S,
   if (Loaded) {
     if (Error E = loadPolicy(*Policy, Meta, MetaNames, S.LoadFile, Name))
       return std::move(E);
-  } else if (*Pretrain) {
+  }
+  Policy->to(*Device);
+  if (!Loaded && *Pretrain) {
     pretrainDGI(Policy->Encoder, X, Adj, *Pretrain, /*LearningRate=*/1e-3,
                 Rng);
   }

@@ -10,6 +10,7 @@
 
 #include "llvm/Support/MemoryBuffer.h"
 
+#include <torch/cuda.h>
 #include <torch/serialize.h>
 #include <torch/utils.h>
 
@@ -44,6 +45,22 @@ void setUpTorch(unsigned Threads, uint64_t Seed) {
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
   mallopt(M_TRIM_THRESHOLD, 256 << 20);
   torch::manual_seed(Seed);
+}
+
+Expected<torch::Device> getTorchDevice(LearnOptionList Opts,
+                                       StringRef Placer) {
+  Expected<std::string> Choice = getChoiceOption(
+      Opts, Placer, "device", "auto", {"auto", "cpu", "cuda"});
+  if (!Choice)
+    return Choice.takeError();
+  bool HaveCUDA = torch::cuda::is_available();
+  if (*Choice == "cpu" || (*Choice == "auto" && !HaveCUDA))
+    return torch::Device(torch::kCPU);
+  if (!HaveCUDA)
+    return makeError("place{algo=" + Placer + "}: device=cuda, but " +
+                     (at::hasCUDA() ? "libtorch sees no CUDA device"
+                                    : "this libtorch was built without CUDA"));
+  return torch::Device(torch::kCUDA);
 }
 
 torch::Tensor getFeatures(const LearnTask &T) {
@@ -126,13 +143,14 @@ std::vector<double> pretrainDGI(GCNEncoder &Enc, const torch::Tensor &X,
   // Bilinear module materializes a [U, H, H] intermediate.
   double Bound = 1.0 / std::sqrt(double(H));
   torch::Tensor W =
-      torch::empty({H, H}).uniform_(-Bound, Bound).requires_grad_();
-  torch::Tensor Bias = torch::zeros({1}).requires_grad_();
+      torch::empty({H, H}, X.options()).uniform_(-Bound, Bound).requires_grad_();
+  torch::Tensor Bias = torch::zeros({1}, X.options()).requires_grad_();
   std::vector<torch::Tensor> Params = Enc->parameters();
   Params.push_back(W);
   Params.push_back(Bias);
   torch::optim::Adam Opt(Params, torch::optim::AdamOptions(LearningRate));
-  torch::Tensor Labels = torch::cat({torch::ones({U}), torch::zeros({U})});
+  torch::Tensor Labels =
+      torch::cat({torch::ones({U}, X.options()), torch::zeros({U}, X.options())});
 
   std::vector<double> Losses;
   double Best = std::numeric_limits<double>::infinity();
@@ -140,7 +158,8 @@ std::vector<double> pretrainDGI(GCNEncoder &Enc, const torch::Tensor &X,
   for (unsigned It = 0; It != Iterations; ++It) {
     torch::Tensor Pos = Enc->forward(X, Adj);
     torch::Tensor Neg =
-        Enc->forward(X.index_select(0, randomPermutation(U, Rng)), Adj);
+        Enc->forward(X.index_select(0, randomPermutation(U, Rng).to(X.device())),
+                     Adj);
     torch::Tensor Ws = torch::mv(W, torch::sigmoid(Pos.mean(0)));
     torch::Tensor Scores =
         torch::cat({torch::mv(Pos, Ws), torch::mv(Neg, Ws)}) + Bias;
@@ -201,8 +220,8 @@ SegmentSeq2SeqImpl::encode(const torch::Tensor &Seq) {
   Encoding E;
   E.Length = Seq.size(0);
   int64_t Len = Segment > 0 ? Segment : std::max<int64_t>(E.Length, 1);
-  torch::Tensor H = torch::zeros({2, B, Hidden});
-  torch::Tensor C = torch::zeros({2, B, Hidden});
+  torch::Tensor H = torch::zeros({2, B, Hidden}, Seq.options());
+  torch::Tensor C = torch::zeros({2, B, Hidden}, Seq.options());
   double Scale = 1.0 / std::sqrt(double(Hidden));
   for (int64_t Begin = 0; Begin < E.Length; Begin += Len) {
     int64_t End = std::min(E.Length, Begin + Len);
@@ -315,14 +334,16 @@ torch::Tensor SegmentSeq2SeqImpl::choose(const Encoding &E, size_t S,
   for (int64_t I = 0; I != Len; ++I) {
     step(Gates[I], Prev, RecurrentT, H, C);
     States.push_back(H);
-    torch::Tensor Probs = torch::softmax(logits(H), 1).contiguous();
+    // Drawn on the host, with dp's generator, wherever the model runs.
+    torch::Tensor Probs =
+        torch::softmax(logits(H), 1).to(torch::kCPU).contiguous();
     const float *P = Probs.data_ptr<float>();
     for (int64_t B = 0; B != Batch; ++B) {
       int64_t D = sampleIndex(P + B * NumDevices, NumDevices, Rng, Greedy);
       Picked[B] = D;
       Chosen.push_back(D);
     }
-    Prev = torch::tensor(Picked, torch::kLong);
+    Prev = torch::tensor(Picked, torch::kLong).to(Prev.device());
   }
   return torch::stack(States);
 }
@@ -331,7 +352,8 @@ std::pair<torch::Tensor, torch::Tensor>
 SegmentSeq2SeqImpl::sample(const Encoding &E, int64_t Batch,
                            std::mt19937_64 &Rng, bool Greedy) {
   torch::NoGradGuard NoGrad;
-  torch::Tensor Prev = torch::full({Batch}, NumDevices, torch::kLong);
+  torch::Tensor Prev = torch::full({Batch}, NumDevices,
+                                   torch::dtype(torch::kLong).device(device()));
   std::vector<torch::Tensor> Actions, Logps;
   for (size_t S = 0; S != E.InputGates.size(); ++S) {
     std::vector<int64_t> Chosen;
@@ -339,18 +361,21 @@ SegmentSeq2SeqImpl::sample(const Encoding &E, int64_t Batch,
     int64_t Len = States.size(0);
     torch::Tensor A = torch::tensor(Chosen, torch::kLong).view({Len, Batch});
     torch::Tensor Logp = torch::log_softmax(logits(States), 2)
-                             .gather(2, A.unsqueeze(2))
+                             .gather(2, A.to(device()).unsqueeze(2))
                              .squeeze(2);
     Actions.push_back(A.t());
-    Logps.push_back(Logp.t());
+    Logps.push_back(Logp.t().to(torch::kCPU));
   }
   return {torch::cat(Actions, 1), torch::cat(Logps, 1)};
 }
 
 std::pair<torch::Tensor, torch::Tensor>
-SegmentSeq2SeqImpl::evaluate(const Encoding &E, const torch::Tensor &Actions) {
+SegmentSeq2SeqImpl::evaluate(const Encoding &E,
+                             const torch::Tensor &HostActions) {
+  torch::Tensor Actions = HostActions.to(device());
   int64_t Batch = Actions.size(0);
-  torch::Tensor Prev = torch::full({Batch}, NumDevices, torch::kLong);
+  torch::Tensor Prev = torch::full({Batch}, NumDevices,
+                                   torch::dtype(torch::kLong).device(device()));
   std::vector<torch::Tensor> Logps, Entropies;
   int64_t Begin = 0;
   for (size_t S = 0; S != E.InputGates.size(); ++S) {
@@ -406,8 +431,9 @@ double updatePPO(ArrayRef<PolicySample> Samples, const PPOConfig &C,
         Adv.push_back(float((S.Advantage - Shift) * Scale));
       }
       auto [NewLogp, Entropy] = Logp(torch::stack(Acts));
-      torch::Tensor A = torch::tensor(Adv).unsqueeze(1);
-      torch::Tensor Ratio = torch::exp(NewLogp - torch::stack(Old));
+      torch::Tensor A = torch::tensor(Adv).unsqueeze(1).to(NewLogp.device());
+      torch::Tensor Ratio =
+          torch::exp(NewLogp - torch::stack(Old).to(NewLogp.device()));
       torch::Tensor Surrogate = torch::min(
           Ratio * A, torch::clamp(Ratio, 1 - C.Clip, 1 + C.Clip) * A);
       torch::Tensor Loss =
@@ -437,8 +463,9 @@ void minimize(const torch::Tensor &Loss, torch::optim::Optimizer &Opt,
 void updateReinforce(const torch::Tensor &Logp, ArrayRef<float> Advantages,
                      const ReinforceConfig &C, torch::optim::Optimizer &Opt,
                      const std::vector<torch::Tensor> &Params) {
-  torch::Tensor A = torch::tensor(
-      std::vector<float>(Advantages.begin(), Advantages.end()));
+  torch::Tensor A =
+      torch::tensor(std::vector<float>(Advantages.begin(), Advantages.end()))
+          .to(Logp.device());
   minimize(-(A * Logp).mean(), Opt, Params, C.MaxGradNorm);
 }
 
@@ -497,7 +524,9 @@ Error loadPolicy(torch::nn::Module &M, ArrayRef<int64_t> Meta,
   torch::serialize::InputArchive Archive;
   torch::Tensor Saved;
   try {
-    Archive.load_from((*Buf)->getBufferStart(), (*Buf)->getBufferSize());
+    // Onto the host, wherever the policy was trained; the placer moves it.
+    Archive.load_from((*Buf)->getBufferStart(), (*Buf)->getBufferSize(),
+                      torch::Device(torch::kCPU));
     if (!Archive.try_read(MetaKey, Saved))
       return makeError(Prefix + ": not a policy saved by this placer");
   } catch (const std::exception &) {

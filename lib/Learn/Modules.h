@@ -17,7 +17,7 @@
 #ifndef DP_LIB_LEARN_MODULES_H
 #define DP_LIB_LEARN_MODULES_H
 
-#include "dp/Learn/Search.h"
+#include "PolicySearch.h"
 
 #include "llvm/ADT/STLFunctionalExtras.h"
 
@@ -37,6 +37,12 @@ namespace learn {
 /// Sets libtorch's thread count (\p Threads, or every core) and seeds its
 /// generator (parameter initialization) with \p Seed.
 void setUpTorch(unsigned Threads, uint64_t Seed);
+
+/// The device of option device=auto|cpu|cuda (auto, the default: CUDA
+/// when libtorch sees a CUDA device, else the host); an error naming
+/// \p Placer when device=cuda and there is none.
+llvm::Expected<torch::Device> getTorchDevice(LearnOptionList Opts,
+                                             llvm::StringRef Placer);
 
 /// The task's features as a [NumUnits, NumFeatures] tensor.
 torch::Tensor getFeatures(const LearnTask &T);
@@ -91,17 +97,20 @@ public:
   Encoding encode(const torch::Tensor &Seq);
 
   /// Samples \p Batch placements (a device per position, [Batch, L] int64)
-  /// with their per-position log-probabilities [Batch, L]; \p Greedy takes
-  /// the likeliest device instead. No gradients.
+  /// with their per-position log-probabilities [Batch, L], both on the
+  /// host; \p Greedy takes the likeliest device instead. No gradients.
   std::pair<torch::Tensor, torch::Tensor> sample(const Encoding &E,
                                                  int64_t Batch,
                                                  std::mt19937_64 &Rng,
                                                  bool Greedy = false);
-  /// Log-probabilities and entropies, [B, L] each, of \p Actions [B, L].
+  /// Log-probabilities and entropies, [B, L] each, of \p Actions [B, L]
+  /// (on any device; the results are on the module's).
   std::pair<torch::Tensor, torch::Tensor>
   evaluate(const Encoding &E, const torch::Tensor &Actions);
 
   int64_t getNumDevices() const { return NumDevices; }
+  /// Where the parameters are (the host, or a CUDA device).
+  torch::Device device() const { return Output->weight.device(); }
 
   /// Squashes the decoder's logits to TanhConstant * tanh(logits /
   /// Temperature), as the Hierarchical Planner does (its C and T); a

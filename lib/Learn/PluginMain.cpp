@@ -16,6 +16,10 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/ADT/StringSwitch.h"
 
+#include <c10/util/Exception.h>
+
+#include <exception>
+
 using namespace dp;
 using namespace llvm;
 
@@ -41,7 +45,20 @@ static bool search(const char *Algo, const LearnTask &T,
                             std::string(Algo) + "'");
     return false;
   }
-  Expected<SearchResult> R = Fn(T, S, LearnOptions(Options, NumOptions));
+  // libtorch reports failures (out of memory, a CUDA error) by throwing;
+  // they become the placer's error, not an abort.
+  auto Run = [&]() -> Expected<SearchResult> {
+    std::string Prefix = "place{algo=" + std::string(Algo) +
+                         "}: libtorch failed: ";
+    try {
+      return Fn(T, S, LearnOptions(Options, NumOptions));
+    } catch (const c10::Error &E) {
+      return makeError(Prefix + E.what_without_backtrace());
+    } catch (const std::exception &E) {
+      return makeError(Prefix + E.what());
+    }
+  };
+  Expected<SearchResult> R = Run();
   if (!R) {
     handleAllErrors(
         R.takeError(),

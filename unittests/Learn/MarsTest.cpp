@@ -134,6 +134,51 @@ TEST(MarsTest, RejectsBadOptions) {
             "place{algo=mars}: lr must be a number in (0, 1.0], not '-1'");
 }
 
+TEST(MarsTest, RunsOnTheDeviceItIsGiven) {
+  LearnTask T = Chain12.task();
+  SearchOptions S;
+  S.Seed = 5;
+  S.Samples = 40;
+  S.Threads = 1;
+  auto With = [&](const char *Device) {
+    std::vector<std::pair<std::string, std::string>> Opts = smallMars();
+    Opts.emplace_back("device", Device);
+    return searchMars(T, S, Opts);
+  };
+  llvm::Expected<SearchResult> Host = With("cpu");
+  ASSERT_TRUE(bool(Host)) << llvm::toString(Host.takeError());
+  llvm::Expected<SearchResult> Auto = With("auto");
+  ASSERT_TRUE(bool(Auto)) << llvm::toString(Auto.takeError());
+  llvm::Expected<SearchResult> CUDA = With("cuda");
+  if (!CUDA) {
+    // No CUDA here: device=cuda says why, and auto ran on the host, the
+    // same run as device=cpu.
+    std::vector<test::Diag> Diags = test::collectErrors(CUDA.takeError());
+    ASSERT_EQ(Diags.size(), 1u);
+    EXPECT_TRUE(
+        Diags[0].Message == "place{algo=mars}: device=cuda, but this libtorch "
+                            "was built without CUDA" ||
+        Diags[0].Message ==
+            "place{algo=mars}: device=cuda, but libtorch sees no CUDA device")
+        << Diags[0].Message;
+    EXPECT_EQ(Auto->Best, Host->Best);
+    ASSERT_EQ(Auto->Curve.size(), Host->Curve.size());
+    for (size_t I = 0; I != Auto->Curve.size(); ++I)
+      EXPECT_EQ(Auto->Curve[I].SampleSeconds, Host->Curve[I].SampleSeconds);
+    return;
+  }
+  // On a GPU (float rounding there may change which devices are drawn):
+  // each run samples its whole budget and returns a placement of every
+  // unit, scored as the problem scores it.
+  for (const SearchResult *R : {&*Auto, &*CUDA}) {
+    EXPECT_EQ(R->Samples, 40u);
+    ASSERT_EQ(R->Best.size(), Chain12.Times.size());
+    for (uint32_t D : R->Best)
+      EXPECT_LT(D, 2u);
+    EXPECT_EQ(R->BestEval.StepSeconds, Chain12.score(R->Best) * 1e-3);
+  }
+}
+
 TEST(PolicySearchTest, BaselineFollowsMarsEquation7) {
   LearnTask T = Chain12.task();
   SearchOptions S;

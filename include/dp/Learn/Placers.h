@@ -26,7 +26,8 @@ using LearnOptions = llvm::ArrayRef<std::pair<std::string, std::string>>;
 
 /// Mars (Lan et al. 2021): a 3-layer GCN encoder pre-trained with Deep
 /// Graph Infomax and a segment-level seq2seq placer, trained jointly with
-/// PPO. Options: pretrain=N, segment=N, hidden=N, gcn-hidden=N, lr=X.
+/// PPO. Options: pretrain=N, segment=N, hidden=N, gcn-hidden=N, lr=X,
+/// device=auto|cpu|cuda (auto: CUDA when libtorch sees a device).
 llvm::Expected<SearchResult> searchMars(const LearnTask &T,
                                         const SearchOptions &S,
                                         LearnOptions Opts);
