@@ -510,11 +510,12 @@ def cells(rows):
 def headline(st):
     """(model, cluster, placer) -> the cell of the largest budget that
     ran (then the one with more seeds): what the papers' comparison and
-    the curves quote for a placer run at several budgets."""
+    the curves quote for a placer run at several budgets. A cell whose
+    every seed failed ranks below any cell with a result."""
     out = {}
     for (m, cl, v, b), c in st.items():
         k = (m, cl, v)
-        rank = (budget_rank(b), len(c["seeds"]))
+        rank = ("step" in c, budget_rank(b), len(c["seeds"]))
         if k not in out or rank > out[k][0]:
             out[k] = (rank, c)
     return {k: c for k, (_, c) in out.items()}

@@ -21,6 +21,9 @@ config.environment["PATH"] = os.pathsep.join(
 config.substitutions.append(("%models", os.path.join(config.dp_src_root,
                                                      "models")))
 config.substitutions.append(("%python", config.python_executable))
+# %bench: the benchmark harness's directory (bench/run.py).
+config.substitutions.append(("%bench", os.path.join(config.dp_src_root,
+                                                    "bench")))
 # %onnx-encode < model.textproto > model.onnx: binary ONNX from protobuf
 # text, for what ONNX's text syntax cannot say (node names, external data).
 # %protoc is protoc with onnx.proto importable as onnx/onnx.proto.
