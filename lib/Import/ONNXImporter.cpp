@@ -16,6 +16,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/StringSaver.h"
 
@@ -838,11 +839,37 @@ static void checkConvTransposeRanks(onnx::InferenceContext &Ctx) {
                          "; ConvTranspose needs them equal");
 }
 
+/// Fails shape inference of a convolution or pooling node whose strides,
+/// dilations or kernel_shape hold a value below 1. libonnx 1.12's shape
+/// inference divides by the strides without checking (a stride of 0
+/// raised SIGFPE in dp-opt), and the spec asks for positive values of all
+/// three.
+static void checkConvPoolWindow(onnx::InferenceContext &Ctx) {
+  for (const char *Name : {"strides", "dilations", "kernel_shape"}) {
+    const onnx::AttributeProto *A = Ctx.getAttribute(Name);
+    if (!A)
+      continue;
+    for (int I = 0; I != A->ints_size(); ++I)
+      if (A->ints(I) < 1)
+        fail_shape_inference(Name, " must be positive, and its value for "
+                                   "spatial axis ",
+                             I, " is ", A->ints(I));
+  }
+}
+
+/// The ops whose shape inference takes a convolution or pooling window.
+static bool hasConvPoolWindow(StringRef Op) {
+  return StringSwitch<bool>(Op)
+      .Cases("Conv", "ConvTranspose", "ConvInteger", "QLinearConv", true)
+      .Cases("AveragePool", "MaxPool", "LpPool", "MaxUnpool", true)
+      .Default(false);
+}
+
 namespace {
 
 /// ONNX's operator schemas, with dp's checks run before the shape inference
 /// functions of libonnx that crash on inconsistent inputs instead of
-/// failing (see checkConvTransposeRanks).
+/// failing (see checkConvTransposeRanks and checkConvPoolWindow).
 class GuardedSchemaRegistry final : public onnx::ISchemaRegistry {
 public:
   const onnx::OpSchema *GetSchema(const std::string &Key,
@@ -851,7 +878,7 @@ public:
     const onnx::OpSchema *Schema =
         onnx::OpSchemaRegistry::Instance()->GetSchema(Key, MaxInclusiveVersion,
                                                       Domain);
-    if (!Schema || Key != "ConvTranspose" ||
+    if (!Schema || !hasConvPoolWindow(Key) ||
         (!Domain.empty() && Domain != "ai.onnx"))
       return Schema;
     std::unique_ptr<onnx::OpSchema> &Guarded = GuardedSchemas[Schema];
@@ -859,9 +886,12 @@ public:
       Guarded = std::make_unique<onnx::OpSchema>(*Schema);
       onnx::InferenceFunction Infer =
           Schema->GetTypeAndShapeInferenceFunction();
+      bool Transpose = Key == "ConvTranspose";
       Guarded->TypeAndShapeInferenceFunction(
-          [Infer](onnx::InferenceContext &Ctx) {
-            checkConvTransposeRanks(Ctx);
+          [Infer, Transpose](onnx::InferenceContext &Ctx) {
+            checkConvPoolWindow(Ctx);
+            if (Transpose)
+              checkConvTransposeRanks(Ctx);
             if (Infer)
               Infer(Ctx);
           });
