@@ -857,6 +857,22 @@ static void checkConvPoolWindow(onnx::InferenceContext &Ctx) {
   }
 }
 
+/// Fails shape inference of a convolution or pooling node with an input
+/// that is not a dense tensor. libonnx 1.12's shape inference of these ops
+/// takes an input's shape as known when a sparse tensor type carries one,
+/// then reads it as a dense tensor's (a sparse ConvTranspose filter
+/// crashed dp-opt).
+static void checkDenseInputs(onnx::InferenceContext &Ctx) {
+  for (size_t I = 0; I != Ctx.getNumInputs(); ++I) {
+    const onnx::TypeProto *T = Ctx.getInputType(I);
+    if (T && T->value_case() != onnx::TypeProto::kTensorType &&
+        T->value_case() != onnx::TypeProto::VALUE_NOT_SET)
+      fail_shape_inference("input ", I,
+                           " is not a dense tensor; convolutions and "
+                           "pooling take dense tensors");
+  }
+}
+
 /// The ops whose shape inference takes a convolution or pooling window.
 static bool hasConvPoolWindow(StringRef Op) {
   return StringSwitch<bool>(Op)
@@ -869,7 +885,8 @@ namespace {
 
 /// ONNX's operator schemas, with dp's checks run before the shape inference
 /// functions of libonnx that crash on inconsistent inputs instead of
-/// failing (see checkConvTransposeRanks and checkConvPoolWindow).
+/// failing (see checkDenseInputs, checkConvPoolWindow and
+/// checkConvTransposeRanks).
 class GuardedSchemaRegistry final : public onnx::ISchemaRegistry {
 public:
   const onnx::OpSchema *GetSchema(const std::string &Key,
@@ -889,6 +906,7 @@ public:
       bool Transpose = Key == "ConvTranspose";
       Guarded->TypeAndShapeInferenceFunction(
           [Infer, Transpose](onnx::InferenceContext &Ctx) {
+            checkDenseInputs(Ctx);
             checkConvPoolWindow(Ctx);
             if (Transpose)
               checkConvTransposeRanks(Ctx);
