@@ -204,6 +204,10 @@ def run_target(args, target):
 
     execs = stat("number_of_executed_units")
     per_sec = stat("average_exec_per_sec")
+    # -fork=N prints no final stats; its status lines carry the totals.
+    forked = re.findall(r"^#(\d+): cov: .* exec/s: (\d+)", text, re.M)
+    if not execs and forked:
+        execs, per_sec = int(forked[-1][0]), int(forked[-1][1])
     cov = re.findall(r"\bcov: (\d+)", text)
     crashes = len(set(os.listdir(artifacts)) - earlier)
     ok = rc == 0 and crashes == 0
