@@ -819,32 +819,44 @@ Error ONNXImporter::runChecker() {
   return Error::success();
 }
 
-/// Fails shape inference of a ConvTranspose whose filter W and input X have
-/// known ranks that differ. libonnx 1.12's shape inference takes the
-/// kernel's rank from W and the number of spatial axes from X and indexes
-/// one by the other without checking, which crashes on such a model.
-static void checkConvTransposeRanks(onnx::InferenceContext &Ctx) {
-  if (Ctx.getNumInputs() < 2)
-    return;
-  const onnx::TypeProto *X = Ctx.getInputType(0);
-  const onnx::TypeProto *W = Ctx.getInputType(1);
-  if (!X || !W || !X->tensor_type().has_shape() ||
-      !W->tensor_type().has_shape())
-    return;
-  int XRank = X->tensor_type().shape().dim_size();
-  int WRank = W->tensor_type().shape().dim_size();
-  if (XRank >= 2 && WRank != XRank)
-    fail_shape_inference("the filter W has rank ", WRank,
-                         " and the input X rank ", XRank,
-                         "; ConvTranspose needs them equal");
+/// The input that holds the filter of a convolution op (-1: a pooling op).
+static int getFilterInput(StringRef Op) {
+  return StringSwitch<int>(Op)
+      .Cases("Conv", "ConvTranspose", "ConvInteger", 1)
+      .Case("QLinearConv", 3)
+      .Default(-1);
 }
 
-/// Fails shape inference of a convolution or pooling node whose strides,
-/// dilations or kernel_shape hold a value below 1. libonnx 1.12's shape
-/// inference divides by the strides without checking (a stride of 0
-/// raised SIGFPE in dp-opt), and the spec asks for positive values of all
-/// three.
-static void checkConvPoolWindow(onnx::InferenceContext &Ctx) {
+/// The ops whose shape inference takes a convolution or pooling window.
+static bool hasConvPoolWindow(StringRef Op) {
+  return getFilterInput(Op) >= 0 ||
+         StringSwitch<bool>(Op)
+             .Cases("AveragePool", "MaxPool", "LpPool", "MaxUnpool", true)
+             .Default(false);
+}
+
+/// Checks a convolution or pooling node (op \p Op) before libonnx 1.12's
+/// shape inference sees it: that code trusts its inputs and crashed
+/// dp-opt on models dp-fuzz-onnx-binary made (docs/hardening.md). It
+/// takes the number of spatial axes from the input X, the kernel from the
+/// filter W or kernel_shape, and indexes the one by the other and by the
+/// window attributes; it divides by the strides; and it reads a sparse
+/// tensor's shape as a dense one's. So the node fails shape inference,
+/// with the reason, unless
+///   - every input is a dense tensor,
+///   - strides, dilations and kernel_shape hold values of at least 1,
+///   - X (of known rank, at least 2) and W have the same rank, and
+///   - strides, dilations, kernel_shape and output_padding have a value per
+///     spatial axis of X, and pads two.
+static void checkConvPoolNode(onnx::InferenceContext &Ctx, StringRef Op) {
+  for (size_t I = 0; I != Ctx.getNumInputs(); ++I) {
+    const onnx::TypeProto *T = Ctx.getInputType(I);
+    if (T && T->value_case() != onnx::TypeProto::kTensorType &&
+        T->value_case() != onnx::TypeProto::VALUE_NOT_SET)
+      fail_shape_inference("input ", I,
+                           " is not a dense tensor; convolutions and "
+                           "pooling take dense tensors");
+  }
   for (const char *Name : {"strides", "dilations", "kernel_shape"}) {
     const onnx::AttributeProto *A = Ctx.getAttribute(Name);
     if (!A)
@@ -855,38 +867,41 @@ static void checkConvPoolWindow(onnx::InferenceContext &Ctx) {
                                    "spatial axis ",
                              I, " is ", A->ints(I));
   }
-}
-
-/// Fails shape inference of a convolution or pooling node with an input
-/// that is not a dense tensor. libonnx 1.12's shape inference of these ops
-/// takes an input's shape as known when a sparse tensor type carries one,
-/// then reads it as a dense tensor's (a sparse ConvTranspose filter
-/// crashed dp-opt).
-static void checkDenseInputs(onnx::InferenceContext &Ctx) {
-  for (size_t I = 0; I != Ctx.getNumInputs(); ++I) {
-    const onnx::TypeProto *T = Ctx.getInputType(I);
-    if (T && T->value_case() != onnx::TypeProto::kTensorType &&
-        T->value_case() != onnx::TypeProto::VALUE_NOT_SET)
-      fail_shape_inference("input ", I,
-                           " is not a dense tensor; convolutions and "
-                           "pooling take dense tensors");
+  auto RankOf = [&](int Input) {
+    const onnx::TypeProto *T =
+        Input >= 0 && size_t(Input) < Ctx.getNumInputs()
+            ? Ctx.getInputType(Input)
+            : nullptr;
+    return T && T->tensor_type().has_shape()
+               ? T->tensor_type().shape().dim_size()
+               : -1;
+  };
+  int XRank = RankOf(0);
+  if (XRank < 2)
+    return; // libonnx reports it, or infers nothing
+  int W = getFilterInput(Op);
+  int WRank = RankOf(W);
+  if (W >= 0 && WRank >= 0 && WRank != XRank)
+    fail_shape_inference("the filter W has rank ", WRank,
+                         " and the input X rank ", XRank, "; ", Op.str(),
+                         " needs them equal");
+  int Spatial = XRank - 2;
+  for (const char *Name :
+       {"strides", "dilations", "kernel_shape", "output_padding", "pads"}) {
+    const onnx::AttributeProto *A = Ctx.getAttribute(Name);
+    int Want = StringRef(Name) == "pads" ? 2 * Spatial : Spatial;
+    if (A && A->ints_size() != Want)
+      fail_shape_inference(Name, " has ", A->ints_size(),
+                           " values and the input X ", Spatial,
+                           " spatial axes; ", Op.str(), " needs ", Want);
   }
-}
-
-/// The ops whose shape inference takes a convolution or pooling window.
-static bool hasConvPoolWindow(StringRef Op) {
-  return StringSwitch<bool>(Op)
-      .Cases("Conv", "ConvTranspose", "ConvInteger", "QLinearConv", true)
-      .Cases("AveragePool", "MaxPool", "LpPool", "MaxUnpool", true)
-      .Default(false);
 }
 
 namespace {
 
 /// ONNX's operator schemas, with dp's checks run before the shape inference
 /// functions of libonnx that crash on inconsistent inputs instead of
-/// failing (see checkDenseInputs, checkConvPoolWindow and
-/// checkConvTransposeRanks).
+/// failing (see checkConvPoolNode).
 class GuardedSchemaRegistry final : public onnx::ISchemaRegistry {
 public:
   const onnx::OpSchema *GetSchema(const std::string &Key,
@@ -903,13 +918,9 @@ public:
       Guarded = std::make_unique<onnx::OpSchema>(*Schema);
       onnx::InferenceFunction Infer =
           Schema->GetTypeAndShapeInferenceFunction();
-      bool Transpose = Key == "ConvTranspose";
       Guarded->TypeAndShapeInferenceFunction(
-          [Infer, Transpose](onnx::InferenceContext &Ctx) {
-            checkDenseInputs(Ctx);
-            checkConvPoolWindow(Ctx);
-            if (Transpose)
-              checkConvTransposeRanks(Ctx);
+          [Infer, Op = Key](onnx::InferenceContext &Ctx) {
+            checkConvPoolNode(Ctx, Op);
             if (Infer)
               Infer(Ctx);
           });
