@@ -281,6 +281,11 @@ void SegmentSeq2SeqImpl::setLogitSquash(double Temperature,
   this->TanhConstant = TanhConstant;
 }
 
+torch::Tensor SegmentSeq2SeqImpl::noDeviceYet(int64_t Batch) const {
+  return torch::full({Batch}, NumDevices,
+                     torch::dtype(torch::kLong).device(device()));
+}
+
 torch::Tensor SegmentSeq2SeqImpl::logits(const torch::Tensor &H) {
   torch::Tensor L = Output->forward(H);
   if (TanhConstant == 0)
@@ -352,8 +357,7 @@ std::pair<torch::Tensor, torch::Tensor>
 SegmentSeq2SeqImpl::sample(const Encoding &E, int64_t Batch,
                            std::mt19937_64 &Rng, bool Greedy) {
   torch::NoGradGuard NoGrad;
-  torch::Tensor Prev = torch::full({Batch}, NumDevices,
-                                   torch::dtype(torch::kLong).device(device()));
+  torch::Tensor Prev = noDeviceYet(Batch);
   std::vector<torch::Tensor> Actions, Logps;
   for (size_t S = 0; S != E.InputGates.size(); ++S) {
     std::vector<int64_t> Chosen;
@@ -374,8 +378,7 @@ SegmentSeq2SeqImpl::evaluate(const Encoding &E,
                              const torch::Tensor &HostActions) {
   torch::Tensor Actions = HostActions.to(device());
   int64_t Batch = Actions.size(0);
-  torch::Tensor Prev = torch::full({Batch}, NumDevices,
-                                   torch::dtype(torch::kLong).device(device()));
+  torch::Tensor Prev = noDeviceYet(Batch);
   std::vector<torch::Tensor> Logps, Entropies;
   int64_t Begin = 0;
   for (size_t S = 0; S != E.InputGates.size(); ++S) {

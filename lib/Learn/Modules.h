@@ -133,6 +133,9 @@ private:
                        std::mt19937_64 &Rng, bool Greedy,
                        std::vector<int64_t> &Chosen);
 
+  /// The decoder's first "previous device" for \p Batch sequences: the
+  /// action-gate row that stands for none yet.
+  torch::Tensor noDeviceYet(int64_t Batch) const;
   /// The decoder's logits over the devices for hidden states \p H.
   torch::Tensor logits(const torch::Tensor &H);
 

@@ -80,12 +80,26 @@ std::vector<std::pair<std::string, std::string>> smallMars() {
           {"pretrain", "20"}, {"lr", "0.001"}};
 }
 
+/// A reproducible budget: \p Samples samples from \p Seed on one thread.
+SearchOptions seededBudget(uint64_t Seed, uint64_t Samples) {
+  SearchOptions S;
+  S.Seed = Seed;
+  S.Samples = Samples;
+  S.Threads = 1;
+  return S;
+}
+
+/// Checks that two searches made the same placements, sample by sample.
+void expectSameSearch(const SearchResult &A, const SearchResult &B) {
+  EXPECT_EQ(A.Best, B.Best);
+  ASSERT_EQ(A.Curve.size(), B.Curve.size());
+  for (size_t I = 0; I != A.Curve.size(); ++I)
+    EXPECT_EQ(A.Curve[I].SampleSeconds, B.Curve[I].SampleSeconds) << I;
+}
+
 TEST(MarsTest, PPOReachesTheOptimumOfASmallProblem) {
   LearnTask T = Chain12.task();
-  SearchOptions S;
-  S.Seed = 3;
-  S.Samples = 600;
-  S.Threads = 1;
+  SearchOptions S = seededBudget(3, 600);
   llvm::Expected<SearchResult> R = searchMars(T, S, smallMars());
   ASSERT_TRUE(bool(R)) << llvm::toString(R.takeError());
   EXPECT_EQ(R->Samples, 600u);
@@ -103,17 +117,11 @@ TEST(MarsTest, PPOReachesTheOptimumOfASmallProblem) {
 
 TEST(MarsTest, AFixedSeedGivesTheSamePlacement) {
   LearnTask T = Chain12.task();
-  SearchOptions S;
-  S.Seed = 11;
-  S.Samples = 60;
-  S.Threads = 1;
+  SearchOptions S = seededBudget(11, 60);
   llvm::Expected<SearchResult> A = searchMars(T, S, smallMars());
   llvm::Expected<SearchResult> B = searchMars(T, S, smallMars());
   ASSERT_TRUE(A && B);
-  EXPECT_EQ(A->Best, B->Best);
-  ASSERT_EQ(A->Curve.size(), B->Curve.size());
-  for (size_t I = 0; I != A->Curve.size(); ++I)
-    EXPECT_EQ(A->Curve[I].SampleSeconds, B->Curve[I].SampleSeconds) << I;
+  expectSameSearch(*A, *B);
 }
 
 TEST(MarsTest, RejectsBadOptions) {
@@ -136,10 +144,7 @@ TEST(MarsTest, RejectsBadOptions) {
 
 TEST(MarsTest, RunsOnTheDeviceItIsGiven) {
   LearnTask T = Chain12.task();
-  SearchOptions S;
-  S.Seed = 5;
-  S.Samples = 40;
-  S.Threads = 1;
+  SearchOptions S = seededBudget(5, 40);
   auto With = [&](const char *Device) {
     std::vector<std::pair<std::string, std::string>> Opts = smallMars();
     Opts.emplace_back("device", Device);
@@ -161,10 +166,7 @@ TEST(MarsTest, RunsOnTheDeviceItIsGiven) {
         Diags[0].Message ==
             "place{algo=mars}: device=cuda, but libtorch sees no CUDA device")
         << Diags[0].Message;
-    EXPECT_EQ(Auto->Best, Host->Best);
-    ASSERT_EQ(Auto->Curve.size(), Host->Curve.size());
-    for (size_t I = 0; I != Auto->Curve.size(); ++I)
-      EXPECT_EQ(Auto->Curve[I].SampleSeconds, Host->Curve[I].SampleSeconds);
+    expectSameSearch(*Auto, *Host);
     return;
   }
   // On a GPU (float rounding there may change which devices are drawn):
