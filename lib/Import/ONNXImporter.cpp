@@ -835,6 +835,30 @@ static bool hasConvPoolWindow(StringRef Op) {
              .Default(false);
 }
 
+/// Fails shape inference of a node with an input that is not a dense
+/// tensor: libonnx 1.12's shape inference of \p Ops takes an input's
+/// shape as known when a sparse tensor type carries one, then reads it as
+/// a dense tensor's.
+static void checkDenseInputs(onnx::InferenceContext &Ctx, const char *Ops) {
+  for (size_t I = 0; I != Ctx.getNumInputs(); ++I) {
+    const onnx::TypeProto *T = Ctx.getInputType(I);
+    if (T && T->value_case() != onnx::TypeProto::kTensorType &&
+        T->value_case() != onnx::TypeProto::VALUE_NOT_SET)
+      fail_shape_inference("input ", I, " is not a dense tensor; ", Ops,
+                           " take dense tensors");
+  }
+}
+
+/// The rank of input \p Input when its shape is known, else -1.
+static int getInputRank(onnx::InferenceContext &Ctx, int Input) {
+  const onnx::TypeProto *T = Input >= 0 && size_t(Input) < Ctx.getNumInputs()
+                                 ? Ctx.getInputType(Input)
+                                 : nullptr;
+  return T && T->tensor_type().has_shape()
+             ? T->tensor_type().shape().dim_size()
+             : -1;
+}
+
 /// Checks a convolution or pooling node (op \p Op) before libonnx 1.12's
 /// shape inference sees it: that code trusts its inputs and crashed
 /// dp-opt on models dp-fuzz-onnx-binary made (docs/hardening.md). It
@@ -849,14 +873,7 @@ static bool hasConvPoolWindow(StringRef Op) {
 ///   - strides, dilations, kernel_shape and output_padding have a value per
 ///     spatial axis of X, and pads two.
 static void checkConvPoolNode(onnx::InferenceContext &Ctx, StringRef Op) {
-  for (size_t I = 0; I != Ctx.getNumInputs(); ++I) {
-    const onnx::TypeProto *T = Ctx.getInputType(I);
-    if (T && T->value_case() != onnx::TypeProto::kTensorType &&
-        T->value_case() != onnx::TypeProto::VALUE_NOT_SET)
-      fail_shape_inference("input ", I,
-                           " is not a dense tensor; convolutions and "
-                           "pooling take dense tensors");
-  }
+  checkDenseInputs(Ctx, "convolutions and pooling");
   for (const char *Name : {"strides", "dilations", "kernel_shape"}) {
     const onnx::AttributeProto *A = Ctx.getAttribute(Name);
     if (!A)
@@ -867,20 +884,11 @@ static void checkConvPoolNode(onnx::InferenceContext &Ctx, StringRef Op) {
                                    "spatial axis ",
                              I, " is ", A->ints(I));
   }
-  auto RankOf = [&](int Input) {
-    const onnx::TypeProto *T =
-        Input >= 0 && size_t(Input) < Ctx.getNumInputs()
-            ? Ctx.getInputType(Input)
-            : nullptr;
-    return T && T->tensor_type().has_shape()
-               ? T->tensor_type().shape().dim_size()
-               : -1;
-  };
-  int XRank = RankOf(0);
+  int XRank = getInputRank(Ctx, 0);
   if (XRank < 2)
     return; // libonnx reports it, or infers nothing
   int W = getFilterInput(Op);
-  int WRank = RankOf(W);
+  int WRank = getInputRank(Ctx, W);
   if (W >= 0 && WRank >= 0 && WRank != XRank)
     fail_shape_inference("the filter W has rank ", WRank,
                          " and the input X rank ", XRank, "; ", Op.str(),
@@ -897,11 +905,37 @@ static void checkConvPoolNode(onnx::InferenceContext &Ctx, StringRef Op) {
   }
 }
 
+/// Checks a Gemm node before libonnx 1.12's shape inference sees it: before
+/// opset 7 that code indexes A's and B's shapes as matrices unchecked (a
+/// rank-0 A crashed dp-opt, found by dp-fuzz-onnx-binary). A and B must be
+/// dense and, where their rank is known, have rank 2, as every Gemm
+/// version requires.
+static void checkGemmNode(onnx::InferenceContext &Ctx, StringRef) {
+  checkDenseInputs(Ctx, "Gemm's inputs");
+  for (int I : {0, 1}) {
+    int Rank = getInputRank(Ctx, I);
+    if (Rank >= 0 && Rank != 2)
+      fail_shape_inference("input ", I == 0 ? "A" : "B", " has rank ", Rank,
+                           "; Gemm multiplies matrices (rank 2)");
+  }
+}
+
+/// What dp checks of a node of op \p Op before libonnx's shape inference,
+/// or null for none.
+using NodeCheck = void (*)(onnx::InferenceContext &, StringRef);
+static NodeCheck getNodeCheck(StringRef Op) {
+  if (hasConvPoolWindow(Op))
+    return checkConvPoolNode;
+  if (Op == "Gemm")
+    return checkGemmNode;
+  return nullptr;
+}
+
 namespace {
 
 /// ONNX's operator schemas, with dp's checks run before the shape inference
 /// functions of libonnx that crash on inconsistent inputs instead of
-/// failing (see checkConvPoolNode).
+/// failing (see getNodeCheck).
 class GuardedSchemaRegistry final : public onnx::ISchemaRegistry {
 public:
   const onnx::OpSchema *GetSchema(const std::string &Key,
@@ -910,8 +944,8 @@ public:
     const onnx::OpSchema *Schema =
         onnx::OpSchemaRegistry::Instance()->GetSchema(Key, MaxInclusiveVersion,
                                                       Domain);
-    if (!Schema || !hasConvPoolWindow(Key) ||
-        (!Domain.empty() && Domain != "ai.onnx"))
+    NodeCheck Check = getNodeCheck(Key);
+    if (!Schema || !Check || (!Domain.empty() && Domain != "ai.onnx"))
       return Schema;
     std::unique_ptr<onnx::OpSchema> &Guarded = GuardedSchemas[Schema];
     if (!Guarded) {
@@ -919,8 +953,8 @@ public:
       onnx::InferenceFunction Infer =
           Schema->GetTypeAndShapeInferenceFunction();
       Guarded->TypeAndShapeInferenceFunction(
-          [Infer, Op = Key](onnx::InferenceContext &Ctx) {
-            checkConvPoolNode(Ctx, Op);
+          [Infer, Check, Op = Key](onnx::InferenceContext &Ctx) {
+            Check(Ctx, Op);
             if (Infer)
               Infer(Ctx);
           });
