@@ -9,6 +9,7 @@
 #include "dp/Learn/Plugin.h"
 #include "dp/Support/Diagnostics.h"
 #include "dp/Support/FileOutput.h"
+#include "dp/Support/Format.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -88,8 +89,10 @@ Error PlacePass::run(Graph &G, PassContext &Ctx) {
 
 void PlacePass::printPipeline(raw_ostream &OS) const {
   OS << name() << "{algo=" << Opts.Algo;
-  if (Opts.Seconds > 0)
-    OS << ",seconds=" << formatv("{0}", Opts.Seconds);
+  if (Opts.Seconds > 0) {
+    OS << ",seconds=";
+    writeDouble(OS, Opts.Seconds);
+  }
   if (Opts.Evaluations)
     OS << ",evals=" << Opts.Evaluations;
   for (const auto &[Key, Value] : Opts.Extra)
@@ -115,8 +118,8 @@ PlacePass::parseOptions(ArrayRef<std::pair<std::string, std::string>> KVs) {
     }
     if (Key == "seconds") {
       double S;
-      if (!to_float(Value, S) || !(S > 0))
-        return makeError("place: seconds must be a positive number, not '" +
+      if (!to_float(Value, S) || !(S > 0) || !std::isfinite(S))
+        return makeError("place: seconds must be a positive, finite number, not '" +
                          Value + "'");
       Opts.Seconds = S;
       continue;
