@@ -17,6 +17,8 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/CrashRecoveryContext.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/StringSaver.h"
 
@@ -31,6 +33,8 @@
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
 #include <climits>
+#include <cstring>
+#include <exception>
 #include <map>
 #include <memory>
 #include <queue>
@@ -931,34 +935,81 @@ static NodeCheck getNodeCheck(StringRef Op) {
   return nullptr;
 }
 
+static cl::opt<bool> SkipNodeChecks(
+    "onnx-skip-node-checks", cl::Hidden,
+    cl::desc("Leave out dp's checks of ONNX nodes before libonnx's shape "
+             "inference (for testing the crash guard)"));
+
+/// Runs \p Fn, one of libonnx's shape inference or data propagation
+/// functions for a node of op \p Op, so that a crash in it (libonnx 1.12
+/// trusts its inputs in places dp does not check yet) fails the node's
+/// inference instead of the process. A crash is a signal caught by
+/// llvm::CrashRecoveryContext: the frames of libonnx below this one are
+/// abandoned, with what they allocated, and the import fails at the node.
+/// An exception Fn throws passes through unchanged.
+static void runGuarded(const std::string &Op, function_ref<void()> Fn) {
+  std::exception_ptr Thrown;
+  CrashRecoveryContext CRC;
+  bool Finished = CRC.RunSafely([&] {
+    try {
+      Fn();
+    } catch (...) {
+      Thrown = std::current_exception();
+    }
+  });
+  if (Thrown)
+    std::rethrow_exception(Thrown);
+  if (Finished)
+    return;
+  int Signal = CRC.RetCode - 128;
+  const char *Name = Signal > 0 ? strsignal(Signal) : nullptr;
+  fail_shape_inference("libonnx's ", Op, " shape inference crashed (",
+                       Name ? Name : "a fatal signal",
+                       "); the node is malformed in a way dp does not check "
+                       "yet");
+}
+
 namespace {
 
-/// ONNX's operator schemas, with dp's checks run before the shape inference
-/// functions of libonnx that crash on inconsistent inputs instead of
-/// failing (see getNodeCheck).
+/// ONNX's operator schemas, each with its shape inference and data
+/// propagation functions run under runGuarded, and with dp's checks (see
+/// getNodeCheck) run before the inference functions that are known to
+/// crash on inconsistent inputs instead of failing.
 class GuardedSchemaRegistry final : public onnx::ISchemaRegistry {
 public:
+  GuardedSchemaRegistry() { CrashRecoveryContext::Enable(); }
+
   const onnx::OpSchema *GetSchema(const std::string &Key,
                                   const int MaxInclusiveVersion,
                                   const std::string &Domain) const override {
     const onnx::OpSchema *Schema =
         onnx::OpSchemaRegistry::Instance()->GetSchema(Key, MaxInclusiveVersion,
                                                       Domain);
-    NodeCheck Check = getNodeCheck(Key);
-    if (!Schema || !Check || (!Domain.empty() && Domain != "ai.onnx"))
+    if (!Schema)
       return Schema;
     std::unique_ptr<onnx::OpSchema> &Guarded = GuardedSchemas[Schema];
-    if (!Guarded) {
-      Guarded = std::make_unique<onnx::OpSchema>(*Schema);
-      onnx::InferenceFunction Infer =
-          Schema->GetTypeAndShapeInferenceFunction();
+    if (Guarded)
+      return Guarded.get();
+    Guarded = std::make_unique<onnx::OpSchema>(*Schema);
+    NodeCheck Check = Domain.empty() || Domain == "ai.onnx" ? getNodeCheck(Key)
+                                                            : nullptr;
+    if (SkipNodeChecks)
+      Check = nullptr;
+    if (Schema->has_type_and_shape_inference_function() || Check)
       Guarded->TypeAndShapeInferenceFunction(
-          [Infer, Check, Op = Key](onnx::InferenceContext &Ctx) {
-            Check(Ctx, Op);
+          [Infer = Schema->GetTypeAndShapeInferenceFunction(), Check,
+           Op = Key](onnx::InferenceContext &Ctx) {
+            if (Check)
+              Check(Ctx, Op);
             if (Infer)
-              Infer(Ctx);
+              runGuarded(Op, [&] { Infer(Ctx); });
           });
-    }
+    if (Schema->has_data_propagation_function())
+      Guarded->PartialDataPropagationFunction(
+          [Propagate = Schema->GetDataPropagationFunction(),
+           Op = Key](onnx::DataPropagationContext &Ctx) {
+            runGuarded(Op, [&] { Propagate(Ctx); });
+          });
     return Guarded.get();
   }
 

@@ -11,6 +11,7 @@
 #include "dp/Support/Diagnostics.h"
 
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/MemoryBufferRef.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -20,6 +21,7 @@
 
 #include "gtest/gtest.h"
 
+#include <cassert>
 #include <string>
 #include <vector>
 
@@ -593,6 +595,46 @@ TEST(ImportTest, ModelWithoutGraphIsAnError) {
   std::vector<Diag> Diags = collectErrors(G.takeError());
   ASSERT_EQ(Diags.size(), 1u) << describe(Diags);
   EXPECT_TRUE(contains(Diags[0].Message, "no graph")) << describe(Diags);
+}
+
+/// Sets the hidden -onnx-skip-node-checks for one scope.
+class SkipNodeChecks {
+public:
+  SkipNodeChecks() : Opt(getOpt()) { Opt.setValue(true); }
+  ~SkipNodeChecks() { Opt.setValue(false); }
+
+private:
+  static llvm::cl::opt<bool> &getOpt() {
+    llvm::cl::Option *O =
+        llvm::cl::getRegisteredOptions().lookup("onnx-skip-node-checks");
+    assert(O && "the import library registers -onnx-skip-node-checks");
+    return *static_cast<llvm::cl::opt<bool> *>(O);
+  }
+  llvm::cl::opt<bool> &Opt;
+};
+
+TEST(ImportTest, CrashInLibonnxInferenceFailsTheNodeAndImportGoesOn) {
+  // An AveragePool with a stride of 0: libonnx 1.12's inference divides by
+  // it (SIGFPE) unless dp's check of the node reports it first.
+  const char *Crashing = "<ir_version: 8, opset_import: [\"\" : 17]>\n"
+                         "g (float[1, 2, 3, 6] x) => (float[1, 2, 2, 6] y) {\n"
+                         "  y = AveragePool<kernel_shape = [2, 1], "
+                         "strides = [0, 1]>(x)\n"
+                         "}\n";
+  SkipNodeChecks Skip;
+  for (int Round = 0; Round != 3; ++Round) {
+    llvm::Expected<Graph> Bad = importBytes(Crashing);
+    ASSERT_FALSE(bool(Bad));
+    std::vector<Diag> Diags = collectErrors(Bad.takeError());
+    ASSERT_EQ(Diags.size(), 1u) << describe(Diags);
+    EXPECT_EQ(Diags[0].Loc.Node, "AveragePool_0") << describe(Diags);
+    EXPECT_TRUE(contains(Diags[0].Message,
+                         "libonnx's AveragePool shape inference crashed"))
+        << describe(Diags);
+    llvm::Expected<Graph> Good = importBytes(TextModel);
+    ASSERT_TRUE(bool(Good)) << describe(collectErrors(Good.takeError()));
+    EXPECT_TYPE(*Good, "y", "f32[4]");
+  }
 }
 
 //===----------------------------------------------------------------------===//
