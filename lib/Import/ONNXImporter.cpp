@@ -91,6 +91,37 @@ static Error makeTextParseError(StringRef File, StringRef Message) {
   return makeFileError(File, Line, Col, "invalid ONNX text: " + Reason);
 }
 
+/// Runs \p Fn, which calls into libonnx, so that a crash in it is caught:
+/// libonnx 1.12 trusts its input in places dp does not check yet, and a
+/// model that reaches one must fail the import, not the process. A crash is
+/// a signal caught by llvm::CrashRecoveryContext; the frames below this
+/// one are abandoned, with what they allocated. Returns the signal that
+/// stopped \p Fn, or 0 when it returned. An exception passes through.
+static int runCatchingCrash(function_ref<void()> Fn) {
+  CrashRecoveryContext::Enable();
+  std::exception_ptr Thrown;
+  CrashRecoveryContext CRC;
+  bool Finished = CRC.RunSafely([&] {
+    try {
+      Fn();
+    } catch (...) {
+      Thrown = std::current_exception();
+    }
+  });
+  if (Thrown)
+    std::rethrow_exception(Thrown);
+  return Finished ? 0 : std::max(CRC.RetCode - 128, 1);
+}
+
+/// "libonnx's <What> crashed (<signal>)", for a crash runCatchingCrash
+/// caught.
+static std::string describeCrash(const Twine &What, int Signal) {
+  const char *Name = strsignal(Signal);
+  return ("libonnx's " + What + " crashed (" +
+          (Name ? Twine(Name) : "signal " + Twine(Signal)) + ")")
+      .str();
+}
+
 Error readONNXModel(MemoryBufferRef Buffer, onnx::ModelProto &Model) {
   StringRef Bytes = Buffer.getBuffer();
   StringRef File = Buffer.getBufferIdentifier();
@@ -100,7 +131,12 @@ Error readONNXModel(MemoryBufferRef Buffer, onnx::ModelProto &Model) {
     // The ONNX parser wants a NUL-terminated string.
     std::string Text = Bytes.str();
     try {
-      onnx::Status S = onnx::OnnxParser::Parse(Model, Text.c_str());
+      onnx::Status S;
+      if (int Signal = runCatchingCrash(
+              [&] { S = onnx::OnnxParser::Parse(Model, Text.c_str()); }))
+        return makeFileError(File, 0, 0,
+                             "invalid ONNX text: " +
+                                 describeCrash("parser", Signal));
       if (!S.IsOK())
         return makeTextParseError(File, S.ErrorMessage());
     } catch (const std::exception &E) {
@@ -811,7 +847,11 @@ static std::string cleanONNXMessage(StringRef Msg) {
 
 Error ONNXImporter::runChecker() {
   try {
-    onnx::checker::check_model(*Model);
+    if (int Signal =
+            runCatchingCrash([&] { onnx::checker::check_model(*Model); }))
+      return makeFileError(Buffer.getBufferIdentifier(), 0, 0,
+                           describeCrash("checker", Signal) +
+                               " on this model");
   } catch (const std::exception &E) {
     std::string Node = findNodeInMessage(E.what());
     std::string Msg = "the ONNX checker rejects the model: " +
@@ -941,32 +981,13 @@ static cl::opt<bool> SkipNodeChecks(
              "inference (for testing the crash guard)"));
 
 /// Runs \p Fn, one of libonnx's shape inference or data propagation
-/// functions for a node of op \p Op, so that a crash in it (libonnx 1.12
-/// trusts its inputs in places dp does not check yet) fails the node's
-/// inference instead of the process. A crash is a signal caught by
-/// llvm::CrashRecoveryContext: the frames of libonnx below this one are
-/// abandoned, with what they allocated, and the import fails at the node.
-/// An exception Fn throws passes through unchanged.
+/// functions for a node of op \p Op, under runCatchingCrash: a crash fails
+/// the node's inference, and the import at the node.
 static void runGuarded(const std::string &Op, function_ref<void()> Fn) {
-  std::exception_ptr Thrown;
-  CrashRecoveryContext CRC;
-  bool Finished = CRC.RunSafely([&] {
-    try {
-      Fn();
-    } catch (...) {
-      Thrown = std::current_exception();
-    }
-  });
-  if (Thrown)
-    std::rethrow_exception(Thrown);
-  if (Finished)
-    return;
-  int Signal = CRC.RetCode - 128;
-  const char *Name = Signal > 0 ? strsignal(Signal) : nullptr;
-  fail_shape_inference("libonnx's ", Op, " shape inference crashed (",
-                       Name ? Name : "a fatal signal",
-                       "); the node is malformed in a way dp does not check "
-                       "yet");
+  if (int Signal = runCatchingCrash(Fn))
+    fail_shape_inference(describeCrash(Op + " shape inference", Signal),
+                         "; the node is malformed in a way dp does not "
+                         "check yet");
 }
 
 namespace {
@@ -977,8 +998,6 @@ namespace {
 /// crash on inconsistent inputs instead of failing.
 class GuardedSchemaRegistry final : public onnx::ISchemaRegistry {
 public:
-  GuardedSchemaRegistry() { CrashRecoveryContext::Enable(); }
-
   const onnx::OpSchema *GetSchema(const std::string &Key,
                                   const int MaxInclusiveVersion,
                                   const std::string &Domain) const override {
@@ -1026,7 +1045,15 @@ Error ONNXImporter::runShapeInference() {
                                         /*strict_mode_val=*/1,
                                         /*data_prop_val=*/true);
     GuardedSchemaRegistry Schemas;
-    onnx::shape_inference::InferShapes(*Model, &Schemas, Options);
+    // Each node's inference is guarded on its own (runGuarded), with the
+    // node in the error; this catches a crash anywhere else in it.
+    if (int Signal = runCatchingCrash([&] {
+          onnx::shape_inference::InferShapes(*Model, &Schemas, Options);
+        }))
+      return makeFileError(Buffer.getBufferIdentifier(), 0, 0,
+                           "shape inference failed: " +
+                               describeCrash("shape inference", Signal) +
+                               " on this model");
   } catch (const std::exception &E) {
     std::string Node = findNodeInMessage(E.what());
     std::string Msg = "shape inference failed: " + cleanONNXMessage(E.what());
