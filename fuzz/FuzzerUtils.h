@@ -17,8 +17,11 @@
 
 #include "dp/Support/Diagnostics.h"
 
+#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <vector>
 
 namespace dp {
 namespace fuzz {
@@ -43,6 +46,23 @@ inline void consumeUserError(llvm::Error E) {
         llvm::errs() << "unlocated error: " << EI.message() << '\n';
         fail("an error that is not a dp::LocatedError");
       });
+}
+
+/// For LLVMFuzzerInitialize: parses the arguments after libFuzzer's
+/// -ignore_remaining_args=1 as dp's (LLVM) command-line options, e.g.
+///   dp-fuzz-onnx-text crash-... -ignore_remaining_args=1 -onnx-skip-node-checks
+inline int parseDPOptions(int Argc, char **Argv) {
+  std::vector<const char *> Args = {Argv[0]};
+  bool Ours = false;
+  for (int I = 1; I < Argc; ++I) {
+    if (Ours)
+      Args.push_back(Argv[I]);
+    Ours = Ours || llvm::StringRef(Argv[I]) == "-ignore_remaining_args=1";
+  }
+  if (!llvm::cl::ParseCommandLineOptions(int(Args.size()), Args.data(), "",
+                                         &llvm::errs()))
+    fail("bad dp options after -ignore_remaining_args=1");
+  return 0;
 }
 
 } // namespace fuzz

@@ -21,6 +21,10 @@
 
 using namespace dp;
 
+extern "C" int LLVMFuzzerInitialize(int *Argc, char ***Argv) {
+  return fuzz::parseDPOptions(*Argc, *Argv);
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *Data, size_t Size) {
   llvm::StringRef Bytes(reinterpret_cast<const char *>(Data), Size);
   if (looksLikeONNXText(Bytes))

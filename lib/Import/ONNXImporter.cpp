@@ -113,6 +113,21 @@ static int runCatchingCrash(function_ref<void()> Fn) {
   return Finished ? 0 : std::max(CRC.RetCode - 128, 1);
 }
 
+#if defined(__SANITIZE_ADDRESS__) || defined(__has_feature)
+#if defined(__SANITIZE_ADDRESS__) || __has_feature(address_sanitizer)
+/// LeakSanitizer's built-in suppressions, in the sanitizer and fuzzer
+/// builds: what the libonnx frames a caught crash abandons had allocated is
+/// never freed, and is not dp's leak. An allocation with libonnx or
+/// protobuf code on its stack is left out of leak reports; a leak whose
+/// stack is dp's alone is still reported.
+extern "C" const char *__lsan_default_suppressions() {
+  return "leak:libonnx.so\n"
+         "leak:libonnx_proto.so\n"
+         "leak:libprotobuf.so\n";
+}
+#endif
+#endif
+
 /// "libonnx's <What> crashed (<signal>)", for a crash runCatchingCrash
 /// caught.
 static std::string describeCrash(const Twine &What, int Signal) {
