@@ -50,7 +50,7 @@ inline void consumeUserError(llvm::Error E) {
 
 /// For LLVMFuzzerInitialize: parses the arguments after libFuzzer's
 /// -ignore_remaining_args=1 as dp's (LLVM) command-line options, e.g.
-///   dp-fuzz-onnx-text crash-... -ignore_remaining_args=1 -onnx-skip-node-checks
+///   dp-fuzz-onnx-text FILE -ignore_remaining_args=1 -onnx-skip-node-checks
 inline int parseDPOptions(int Argc, char **Argv) {
   std::vector<const char *> Args = {Argv[0]};
   bool Ours = false;

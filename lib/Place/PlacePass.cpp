@@ -12,9 +12,9 @@
 #include "dp/Support/Format.h"
 
 #include "llvm/ADT/StringExtras.h"
-#include "llvm/Support/FormatVariadic.h"
 
 #include <chrono>
+#include <cmath>
 
 using namespace llvm;
 
@@ -119,8 +119,9 @@ PlacePass::parseOptions(ArrayRef<std::pair<std::string, std::string>> KVs) {
     if (Key == "seconds") {
       double S;
       if (!to_float(Value, S) || !(S > 0) || !std::isfinite(S))
-        return makeError("place: seconds must be a positive, finite number, not '" +
-                         Value + "'");
+        return makeError(
+            "place: seconds must be a positive, finite number, not '" + Value +
+            "'");
       Opts.Seconds = S;
       continue;
     }
