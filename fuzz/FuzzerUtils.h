@@ -17,10 +17,16 @@
 
 #include "dp/Support/Diagnostics.h"
 
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/Twine.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
+#include "llvm/Support/xxhash.h"
 
+#include <cstdlib>
+#include <fstream>
+#include <string>
 #include <vector>
 
 namespace dp {
@@ -33,14 +39,31 @@ namespace fuzz {
   __builtin_trap();
 }
 
+/// Keeps \p Input, which dp rejected because libonnx crashed on it and
+/// dp's crash guard caught the signal (docs/hardening.md), in the folder
+/// $DP_FUZZ_CAUGHT_DIR when that is set: not a failure, but a node that
+/// deserves a check of its own. utils/fuzz.py counts them.
+inline void keepCaughtCrash(llvm::StringRef Input) {
+  const char *Dir = std::getenv("DP_FUZZ_CAUGHT_DIR");
+  if (!Dir || !*Dir)
+    return;
+  std::string Path = (llvm::Twine(Dir) + "/caught-" +
+                      llvm::utohexstr(llvm::xxHash64(Input)))
+                         .str();
+  std::ofstream(Path, std::ios::binary).write(Input.data(), Input.size());
+}
+
 /// Consumes \p E, which must be success or a list of LocatedErrors that
-/// each say something.
-inline void consumeUserError(llvm::Error E) {
+/// each say something. \p Input is what was rejected.
+inline void consumeUserError(llvm::Error E, llvm::StringRef Input = {}) {
   llvm::handleAllErrors(
       std::move(E),
-      [](const LocatedError &LE) {
+      [&](const LocatedError &LE) {
         if (LE.getMessage().empty())
           fail("a located error without a message");
+        if (LE.getMessage().contains("libonnx's") &&
+            LE.getMessage().contains(" crashed ("))
+          keepCaughtCrash(Input);
       },
       [](const llvm::ErrorInfoBase &EI) {
         llvm::errs() << "unlocated error: " << EI.message() << '\n';

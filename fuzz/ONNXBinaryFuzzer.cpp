@@ -32,7 +32,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *Data, size_t Size) {
   llvm::Expected<Graph> G =
       importONNX(llvm::MemoryBufferRef(Bytes, "fuzz.onnx"));
   if (!G) {
-    fuzz::consumeUserError(G.takeError());
+    fuzz::consumeUserError(G.takeError(), Bytes);
     return 0;
   }
   if (llvm::Error E = verifyGraph(*G)) {

@@ -170,12 +170,17 @@ def run_target(args, target):
     seeds = os.path.join(fuzz_dir, "seeds", target)
     corpus = os.path.join(fuzz_dir, "corpus", target)
     artifacts = os.path.join(fuzz_dir, "artifacts", target)
+    # Inputs on which libonnx crashed and dp's guard caught it: no failure,
+    # but nodes that deserve a check of their own (docs/hardening.md).
+    caught = os.path.join(fuzz_dir, "caught", target)
     shutil.rmtree(seeds, ignore_errors=True)
     num_seeds = make_seeds(target, seeds, args.dp_opt)
     os.makedirs(corpus, exist_ok=True)
     os.makedirs(artifacts, exist_ok=True)
+    os.makedirs(caught, exist_ok=True)
     # Inputs left by earlier runs stay for the user; only new ones count.
     earlier = set(os.listdir(artifacts))
+    earlier_caught = set(os.listdir(caught))
     log_path = os.path.join(fuzz_dir, target + ".log")
     cmd = [binary, corpus, seeds,
            "-max_total_time=%d" % args.time, "-timeout=10",
@@ -185,9 +190,12 @@ def run_target(args, target):
         cmd += ["-max_len=%d" % args.max_len]
     if args.jobs > 1:
         cmd += ["-fork=%d" % args.jobs]
+    if args.dp_option:
+        cmd += ["-ignore_remaining_args=1"] + args.dp_option
     env = dict(os.environ)
     env.setdefault("ASAN_OPTIONS", "detect_leaks=1")
     env.setdefault("UBSAN_OPTIONS", "print_stacktrace=1")
+    env["DP_FUZZ_CAUGHT_DIR"] = os.path.abspath(caught)
     symbolizer = shutil.which("llvm-symbolizer")
     if symbolizer:
         env.setdefault("ASAN_SYMBOLIZER_PATH", symbolizer)
@@ -210,11 +218,14 @@ def run_target(args, target):
         execs, per_sec = int(forked[-1][0]), int(forked[-1][1])
     cov = re.findall(r"\bcov: (\d+)", text)
     crashes = len(set(os.listdir(artifacts)) - earlier)
+    new_caught = len(set(os.listdir(caught)) - earlier_caught)
     ok = rc == 0 and crashes == 0
     print("fuzz %s: %s: %d seeds, %d execs in %d s (%d/s), coverage %s, "
-          "%d crashing inputs%s" %
+          "%d crashing inputs%s%s" %
           (target, "PASS" if ok else "FAIL", num_seeds, execs, seconds,
            per_sec, cov[-1] if cov else "?", crashes,
+           "; %d inputs crashed libonnx, caught by dp's guard (in %s)" %
+           (new_caught, caught) if new_caught else "",
            "" if ok else " (log: %s, inputs: %s)" % (log_path, artifacts)))
     if not ok:
         sys.stdout.write(text[-3000:])
@@ -235,6 +246,11 @@ def main():
                         help="fuzzing processes per target (-fork)")
     parser.add_argument("--seed", type=int, default=1,
                         help="libFuzzer's random seed (default: 1)")
+    parser.add_argument("--dp-option", action="append", default=[],
+                        metavar="OPTION",
+                        help="a dp command-line option for the ONNX targets, "
+                        "e.g. --dp-option=-onnx-skip-node-checks "
+                        "(repeatable)")
     parser.add_argument("--max-len", type=int, default=0,
                         help="largest input in bytes (default: libFuzzer "
                         "picks it from the seeds)")
