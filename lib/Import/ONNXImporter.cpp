@@ -98,7 +98,9 @@ static Error makeTextParseError(StringRef File, StringRef Message) {
 /// one are abandoned, with what they allocated. Returns the signal that
 /// stopped \p Fn, or 0 when it returned. An exception passes through.
 static int runCatchingCrash(function_ref<void()> Fn) {
-  CrashRecoveryContext::Enable();
+  // Once per process: Enable() installs the signal handlers.
+  static const bool Enabled = (CrashRecoveryContext::Enable(), true);
+  (void)Enabled;
   std::exception_ptr Thrown;
   CrashRecoveryContext CRC;
   bool Finished = CRC.RunSafely([&] {
@@ -1025,10 +1027,9 @@ public:
     if (Guarded)
       return Guarded.get();
     Guarded = std::make_unique<onnx::OpSchema>(*Schema);
-    NodeCheck Check = Domain.empty() || Domain == "ai.onnx" ? getNodeCheck(Key)
-                                                            : nullptr;
-    if (SkipNodeChecks)
-      Check = nullptr;
+    NodeCheck Check = !SkipNodeChecks && (Domain.empty() || Domain == "ai.onnx")
+                          ? getNodeCheck(Key)
+                          : nullptr;
     if (Schema->has_type_and_shape_inference_function() || Check)
       Guarded->TypeAndShapeInferenceFunction(
           [Infer = Schema->GetTypeAndShapeInferenceFunction(), Check,
