@@ -1,0 +1,455 @@
+"""python3 -m dp_torch run MODEL.placed.onnx [options]  (docs/runtime.md)"""
+
+import argparse
+import datetime
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import warnings
+
+import numpy as np
+import torch
+
+from .graph import PlacedGraph, RuntimeError_
+from .module import (Optimizer, PlacedModule, loss_of, make_inputs,
+                     parse_device_map, synchronize, train_step)
+
+PROG = "dp_torch"
+
+
+def _formatwarning(message, category, filename, lineno, line=None):
+    return "%s: warning: %s\n" % (PROG, message)
+
+
+def make_parser():
+    p = argparse.ArgumentParser(prog="python3 -m dp_torch")
+    sub = p.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="run and time steps of a placed model")
+    r.add_argument("model", help="the placed ONNX model (emit{format=onnx})")
+    r.add_argument("--train", action="store_true",
+                   help="time training steps (forward, loss, backward, "
+                   "optimizer), as training-graph simulates them")
+    r.add_argument("--optimizer", default="adam",
+                   help="sgd, momentum or adam (training-graph's default: "
+                   "adam)")
+    r.add_argument("--lr", type=float, default=None,
+                   help="learning rate (sgd and momentum 0.01, adam 0.001)")
+    r.add_argument("--no-input-grads", action="store_true",
+                   help="graph inputs get no gradient "
+                   "(training-graph{input-grads=false})")
+    r.add_argument("--steps", type=int, default=10,
+                   help="timed steps (default 10)")
+    r.add_argument("--warmup", type=int, default=2,
+                   help="untimed steps before them (default 2)")
+    r.add_argument("--inputs", help=".npz of graph inputs by name; missing "
+                   "ones are random from the seed")
+    r.add_argument("--outputs", help="write the first step's graph outputs "
+                   "to this .npz")
+    r.add_argument("--save-weights", help="write every weight after the "
+                   "last step to this .npz, by initializer name")
+    r.add_argument("--report", help="write the JSON report here ('-' for "
+                   "standard output)")
+    r.add_argument("--profile", help="write a torch.profiler Chrome trace "
+                   "of --profile-steps more steps here (with ranks: "
+                   "NAME.rankR.json)")
+    r.add_argument("--profile-steps", type=int, default=3)
+    r.add_argument("--device-map", default="",
+                   help="dp device to torch device, e.g. gpu:0=cpu,"
+                   "gpu:1=cuda:0")
+    r.add_argument("--threads", type=int, default=None,
+                   help="torch's intra-op threads (per rank)")
+    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--require-weights", action="store_true",
+                   help="a weight without data is an error instead of "
+                   "seeded data")
+    r.add_argument("--nproc", type=int, default=None,
+                   help="start this many local ranks (one per device of "
+                   "the placement)")
+    r.add_argument("--schedule", choices=["lazy", "lockstep"], default=None,
+                   help="message order between ranks (default: lazy on "
+                   "gloo, lockstep on NCCL)")
+    r.add_argument("--backend", choices=["gloo", "nccl"], default=None)
+    r.add_argument("--timeout", type=float, default=300.0,
+                   help="seconds a rank waits for another before failing")
+    return p
+
+
+def fail(message):
+    sys.stderr.write("%s: %s\n" % (PROG, message))
+    return 1
+
+
+def main(argv=None):
+    warnings.formatwarning = _formatwarning
+    args = make_parser().parse_args(argv)
+    for name in ("steps", "profile_steps"):
+        if getattr(args, name) < 1:
+            return fail("error: --%s must be at least 1"
+                        % name.replace("_", "-"))
+    if args.warmup < 0:
+        return fail("error: --warmup must not be negative")
+    if args.nproc is not None and "DP_TORCH_CHILD" not in os.environ:
+        if args.nproc < 1:
+            return fail("error: --nproc must be at least 1")
+        return launch(args.nproc, argv if argv is not None else sys.argv[1:],
+                      args.timeout)
+    try:
+        if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+            return run_rank(args)
+        return run_single(args)
+    except RuntimeError_ as e:
+        return fail(str(e))
+
+
+# --------------------------------------------------------------------------
+# Local launcher: what torchrun does, for one machine
+# --------------------------------------------------------------------------
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def launch(nproc, argv, timeout):
+    """Starts nproc ranks of this command; fails them all if one fails."""
+    argv = [a for a in argv]
+    # Drop --nproc and its value from the children's arguments.
+    out, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+            continue
+        if a == "--nproc":
+            skip = True
+            continue
+        if a.startswith("--nproc="):
+            continue
+        out.append(a)
+    env = dict(os.environ)
+    env.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(_free_port()),
+               WORLD_SIZE=str(nproc), LOCAL_WORLD_SIZE=str(nproc),
+               DP_TORCH_CHILD="1")
+    procs = []
+    for rank in range(nproc):
+        e = dict(env, RANK=str(rank), LOCAL_RANK=str(rank))
+        procs.append(subprocess.Popen(
+            [sys.executable, "-m", "dp_torch"] + out, env=e))
+    status = 0
+    try:
+        pending = list(procs)
+        while pending:
+            for p in list(pending):
+                rc = p.poll()
+                if rc is None:
+                    continue
+                pending.remove(p)
+                if rc != 0 and status == 0:
+                    status = rc if rc > 0 else 1
+                    # One rank failed: the others would wait for it.
+                    for q in pending:
+                        q.send_signal(signal.SIGTERM)
+            time.sleep(0.02)
+    except KeyboardInterrupt:
+        for p in procs:
+            p.kill()
+        status = 130
+    return status
+
+
+# --------------------------------------------------------------------------
+# Inputs and outputs
+# --------------------------------------------------------------------------
+
+def load_inputs(path):
+    if not path:
+        return {}
+    try:
+        with np.load(path) as data:
+            return {k: data[k] for k in data.files}
+    except (OSError, ValueError) as e:
+        raise RuntimeError_("%s: error: cannot read the inputs: %s"
+                            % (path, e))
+
+
+def write_npz(path, arrays):
+    tmp = path + ".tmp.npz"
+    np.savez(tmp, **arrays)
+    os.replace(tmp, path)
+
+
+def write_json(path, obj):
+    text = json.dumps(obj, indent=2) + "\n"
+    if path == "-":
+        sys.stdout.write(text)
+        return
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def summarize(times):
+    return {"median": statistics.median(times), "min": min(times),
+            "max": max(times), "all": times}
+
+
+def profile_steps(step, devices, count, path):
+    activities = [torch.profiler.ProfilerActivity.CPU]
+    if any(d.type == "cuda" for d in devices):
+        activities.append(torch.profiler.ProfilerActivity.CUDA)
+    with torch.profiler.profile(activities=activities) as prof:
+        for _ in range(count):
+            step()
+        synchronize(devices)
+    tmp = path + ".tmp"
+    prof.export_chrome_trace(tmp)
+    os.replace(tmp, path)
+
+
+def _setup_threads(args):
+    if args.threads is not None:
+        if args.threads < 1:
+            raise RuntimeError_("error: --threads must be at least 1")
+        torch.set_num_threads(args.threads)
+
+
+# --------------------------------------------------------------------------
+# One process
+# --------------------------------------------------------------------------
+
+def run_single(args):
+    _setup_threads(args)
+    torch.manual_seed(args.seed)
+    graph = PlacedGraph(args.model, seed=args.seed,
+                        require_weights=args.require_weights)
+    module = PlacedModule(graph, device_map=parse_device_map(args.device_map))
+    given = load_inputs(args.inputs)
+    arrays = make_inputs(graph, args.seed, given)
+    feeds = module.bind_inputs((), arrays)
+    devices = sorted(set(module.torch_devices.values()), key=str)
+    optimizer = Optimizer(args.optimizer, lr=args.lr) if args.train else None
+    first = {}
+
+    def step():
+        if args.train:
+            loss = train_step(module, feeds, optimizer,
+                              input_grads=not args.no_input_grads)
+        else:
+            with torch.no_grad():
+                env = module.run(feeds)
+            loss = None
+            if not first:
+                first["outputs"] = {n: env[n] for n in graph.outputs}
+        return loss
+
+    if args.outputs or args.train:
+        # The first step's outputs, before any update.
+        with torch.no_grad():
+            env = module.run(feeds)
+        first["outputs"] = {n: env[n] for n in graph.outputs}
+        if args.train:
+            first["loss"] = float(loss_of(
+                [env[n] for n in graph.outputs], graph.outputs, graph))
+    for d in devices:
+        if d.type == "cuda":
+            torch.cuda.reset_peak_memory_stats(d)
+    times = _timed(step, devices, args.steps, args.warmup)
+    if args.profile:
+        profile_steps(step, devices, args.profile_steps, args.profile)
+    if args.outputs:
+        write_npz(args.outputs, {n: t.detach().cpu().numpy()
+                                 for n, t in first["outputs"].items()})
+    if args.save_weights:
+        write_npz(args.save_weights, {n: p.detach().cpu().numpy()
+                                      for n, p in module.named_weights()})
+    if args.report:
+        devs = []
+        one = len(graph.devices) == 1
+        for d in graph.devices:
+            td = module.torch_devices[d]
+            devs.append({
+                "device": d, "torch_device": str(td), "rank": 0,
+                "busy_s": statistics.median(times) if one else None,
+                "peak_bytes": (torch.cuda.max_memory_allocated(td)
+                               if td.type == "cuda" else None)})
+        report = _report(args, graph, 1, times, devs,
+                         _pairs(module.sent_bytes),
+                         first.get("loss"))
+        write_json(args.report, report)
+    return 0
+
+
+def _timed(step, devices, steps, warmup):
+    for _ in range(warmup):
+        step()
+    synchronize(devices)
+    times = []
+    for _ in range(steps):
+        start = time.perf_counter()
+        step()
+        synchronize(devices)
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def _pairs(sent):
+    return [{"from": a, "to": b, "bytes": n} for (a, b), n in
+            sorted(sent.items())]
+
+
+def _report(args, graph, ranks, times, devices, sent, loss):
+    return {
+        "model": args.model,
+        "graph": graph.name,
+        "cluster": graph.cluster,
+        "mode": "train" if args.train else "inference",
+        "optimizer": args.optimizer if args.train else None,
+        "ranks": ranks,
+        "threads": torch.get_num_threads(),
+        "steps": len(times),
+        "warmup": args.warmup,
+        "step_s": summarize(times),
+        "devices": devices,
+        "sent": sent,
+        "loss": loss,
+        "missing_weights": len(graph.missing_weights),
+        "torch": torch.__version__,
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(
+            timespec="seconds"),
+    }
+
+
+# --------------------------------------------------------------------------
+# One rank of several
+# --------------------------------------------------------------------------
+
+def run_rank(args):
+    import torch.distributed as dist
+
+    from .dist import DistRunner
+
+    _setup_threads(args)
+    rank = int(os.environ["RANK"])
+    world = int(os.environ["WORLD_SIZE"])
+    local_rank = int(os.environ.get("LOCAL_RANK", rank))
+    torch.manual_seed(args.seed)
+    graph = PlacedGraph(args.model, seed=args.seed,
+                        require_weights=args.require_weights)
+    if world != len(graph.devices):
+        raise RuntimeError_(
+            "%s: error: the placement uses %d devices (%s), so it runs on "
+            "%d ranks, not %d" % (args.model, len(graph.devices),
+                                  ", ".join(graph.devices),
+                                  len(graph.devices), world))
+    device_map = parse_device_map(args.device_map)
+    backend = args.backend
+    if backend is None:
+        all_cuda = torch.cuda.is_available() and all(
+            d.startswith("gpu:") and device_map.get(d, "cuda").startswith(
+                "cuda") for d in graph.devices)
+        backend = "nccl" if all_cuda else "gloo"
+    dist.init_process_group(
+        backend, rank=rank, world_size=world,
+        timeout=datetime.timedelta(seconds=args.timeout))
+    try:
+        runner = DistRunner(graph, rank, world, device_map=device_map,
+                            schedule=args.schedule, local_rank=local_rank)
+        return _run_rank_steps(args, graph, runner, rank, world, dist)
+    finally:
+        dist.destroy_process_group()
+
+
+def _run_rank_steps(args, graph, runner, rank, world, dist):
+    given = load_inputs(args.inputs)
+    arrays = make_inputs(graph, args.seed, given)
+    feeds = {n: torch.from_numpy(np.ascontiguousarray(a))
+             for n, a in arrays.items()}
+    optimizer = Optimizer(args.optimizer, lr=args.lr) if args.train else None
+    devices = [runner.torch_device]
+    state = {}
+
+    def step():
+        if args.train:
+            outs, loss = runner.step(feeds, train=True, optimizer=optimizer,
+                                     input_grads=not args.no_input_grads)
+        else:
+            with torch.no_grad():
+                outs, loss = runner.step(feeds)
+        state.setdefault("outputs", outs)
+        state.setdefault("loss", loss)
+
+    if args.train and args.outputs:
+        with torch.no_grad():
+            outs, loss = runner.step(feeds)
+        state["outputs"], state["loss"] = outs, loss
+    if runner.torch_device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(runner.torch_device)
+    for _ in range(args.warmup):
+        step()
+    synchronize(devices)
+    times, busy = [], []
+    for _ in range(args.steps):
+        dist.barrier()
+        start = time.perf_counter()
+        step()
+        synchronize(devices)
+        elapsed = time.perf_counter() - start
+        # A step ends when the last rank ends.
+        t = torch.tensor([elapsed], dtype=torch.float64)
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)
+        times.append(float(t))
+        busy.append(elapsed - runner.wait_s)
+    if args.profile:
+        root, ext = os.path.splitext(args.profile)
+        profile_steps(step, devices, args.profile_steps,
+                      "%s.rank%d%s" % (root, rank, ext or ".json"))
+    # Everything the report needs, gathered on rank 0.
+    loss = state.get("loss")
+    total = torch.tensor([float(loss) if loss is not None else 0.0],
+                         dtype=torch.float64)
+    dist.all_reduce(total)
+    outs = {n: t.detach().cpu().numpy() for n, t in
+            state.get("outputs", {}).items()}
+    weights = {n: p.detach().cpu().numpy()
+               for n, p in runner.module.named_weights()}
+    mine = {
+        "device": runner.device, "torch_device": str(runner.torch_device),
+        "rank": rank, "busy_s": statistics.median(busy),
+        "peak_bytes": (torch.cuda.max_memory_allocated(runner.torch_device)
+                       if runner.torch_device.type == "cuda" else None),
+        "sent_bytes": runner.sent_bytes,
+        "outputs": outs if args.outputs else {},
+        "weights": weights if args.save_weights else {},
+    }
+    gathered = [None] * world
+    dist.all_gather_object(gathered, mine)
+    if rank != 0:
+        return 0
+    if args.outputs:
+        merged = {}
+        for g in gathered:
+            merged.update(g["outputs"])
+        write_npz(args.outputs, merged)
+    if args.save_weights:
+        merged = {}
+        for g in gathered:
+            merged.update(g["weights"])
+        write_npz(args.save_weights, merged)
+    if args.report:
+        devs = [{k: g[k] for k in ("device", "torch_device", "rank",
+                                   "busy_s", "peak_bytes", "sent_bytes")}
+                for g in gathered]
+        report = _report(args, graph, world, times, devs, None,
+                         float(total) if args.train else None)
+        write_json(args.report, report)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

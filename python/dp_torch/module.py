@@ -1,0 +1,388 @@
+"""A placed ONNX model as a torch.nn.Module, and one training step of it.
+
+Each node runs as its torch kernel on the torch device of its dp device;
+an input made on another device is copied there once (the simulator's
+"a tensor is sent to a given device once"). Weights and graph inputs
+live on the device of their first reader. Autograd runs each gradient on
+its forward op's device.
+"""
+
+import contextlib
+import time
+
+import numpy as np
+import torch
+
+from .graph import PlacedGraph, RuntimeError_
+from .ops import OpError, run_kernel
+
+FLOAT_TYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+
+
+def parse_device_map(text):
+    """'gpu:0=cpu,gpu:1=cuda:1' -> {'gpu:0': 'cpu', 'gpu:1': 'cuda:1'}."""
+    mapping = {}
+    if not text:
+        return mapping
+    if isinstance(text, dict):
+        return dict(text)
+    for item in text.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        dp_dev, sep, torch_dev = item.partition("=")
+        if not sep or not dp_dev or not torch_dev:
+            raise RuntimeError_("--device-map: error: expected "
+                                "DP_DEVICE=TORCH_DEVICE, not '%s'" % item)
+        try:
+            torch.device(torch_dev)
+        except RuntimeError:
+            raise RuntimeError_("--device-map: error: '%s' is not a torch "
+                                "device" % torch_dev)
+        mapping[dp_dev] = torch_dev
+    return mapping
+
+
+def resolve_device(dp_device, device_map):
+    """The torch device that runs dp device `dp_device`."""
+    if dp_device in device_map:
+        return torch.device(device_map[dp_device])
+    kind, _, index = dp_device.partition(":")
+    if kind == "cpu":
+        return torch.device("cpu")
+    if kind == "gpu" and index.isdigit():
+        n = int(index)
+        if torch.cuda.is_available() and n < torch.cuda.device_count():
+            return torch.device("cuda", n)
+        have = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        raise RuntimeError_(
+            "device '%s': error: no cuda:%d on this machine (it has %d CUDA "
+            "devices); map it with --device-map %s=cpu (or =cuda:K)"
+            % (dp_device, n, have, dp_device))
+    raise RuntimeError_("device '%s': error: the device map cannot map it; "
+                        "give --device-map %s=<torch device>"
+                        % (dp_device, dp_device))
+
+
+def make_inputs(graph, seed, given=None):
+    """Graph inputs: the given arrays, else random ones from the seed."""
+    given = given or {}
+    out = {}
+    gen = np.random.default_rng(seed)
+    for name in graph.inputs:
+        src = graph.sources[name]
+        if name in given:
+            out[name] = np.asarray(given[name])
+            continue
+        shape = src.shape
+        if any(d is None for d in shape):
+            raise RuntimeError_(
+                "graph input '%s': error: its shape %s is not static; give "
+                "it with --inputs" % (name, shape))
+        if np.issubdtype(src.dtype, np.floating):
+            out[name] = gen.standard_normal(shape).astype(src.dtype)
+        elif src.dtype == np.bool_:
+            out[name] = np.ones(shape, dtype=np.bool_)
+        else:
+            # Token ids and masks: small non-negative integers. The
+            # largest safe id is the smallest table this input indexes.
+            out[name] = gen.integers(0, _index_bound(graph, name),
+                                     size=shape).astype(src.dtype)
+    return out
+
+
+def _index_bound(graph, name):
+    """The number of rows of the smallest table a Gather reads with `name`."""
+    bound = None
+    frontier = {name}
+    for node in graph.nodes:
+        if node.op_type == "Gather" and len(node.inputs) > 1 and \
+                node.inputs[1] in frontier:
+            table = graph.sources.get(node.inputs[0])
+            if table is not None and table.shape:
+                axis = node.attrs.get("axis", 0)
+                rows = table.shape[axis]
+                bound = rows if bound is None else min(bound, rows)
+        elif node.op_type in ("Cast", "Reshape", "Unsqueeze", "Squeeze",
+                              "Transpose", "Identity") and \
+                node.inputs and node.inputs[0] in frontier:
+            frontier.update(node.outputs)
+    return 2 if bound is None else bound
+
+
+class PlacedModule(torch.nn.Module):
+    """The placed model; forward(*inputs) returns the graph outputs."""
+
+    def __init__(self, graph, device_map=None, profile_names=True,
+                 only_device=None, torch_devices=None):
+        super().__init__()
+        self.graph = graph
+        self.device_map = parse_device_map(device_map)
+        # One rank of several holds its own device's weights only.
+        self.only_device = only_device
+        if torch_devices is not None:
+            self.torch_devices = dict(torch_devices)
+        else:
+            self.torch_devices = {d: resolve_device(d, self.device_map)
+                                  for d in graph.devices}
+        self.profile_names = profile_names
+        self._param_names = {}
+        self._buffers_by_name = {}
+        index = 0
+        for s in graph.sources.values():
+            if s.is_input or s.device is None:
+                continue
+            if only_device is not None and s.device != only_device:
+                continue
+            dev = self.torch_devices[s.device]
+            t = torch.from_numpy(np.ascontiguousarray(s.data)).to(dev)
+            if t.dtype in FLOAT_TYPES:
+                p = torch.nn.Parameter(t)
+                attr = "w%d" % index
+                index += 1
+                self.register_parameter(attr, p)
+                self._param_names[s.name] = attr
+            else:
+                self._buffers_by_name[s.name] = t
+        self._constants = {}
+        for node in graph.nodes:
+            if only_device is not None and node.device != only_device:
+                continue
+            if node.constant is not None:
+                self._constants[node.name] = torch.from_numpy(
+                    np.ascontiguousarray(node.constant)).to(
+                        self.torch_devices[node.device])
+        # Bytes sent between dp devices in the last forward, per pair.
+        self.sent_bytes = {}
+
+    def weight(self, name):
+        attr = self._param_names.get(name)
+        if attr is not None:
+            return getattr(self, attr)
+        return self._buffers_by_name.get(name)
+
+    def named_weights(self):
+        """(ONNX initializer name, parameter) for every float weight."""
+        return [(n, getattr(self, a)) for n, a in self._param_names.items()]
+
+    def weight_device(self, name):
+        return self.graph.sources[name].device
+
+    def forward(self, *args, **kwargs):
+        env = self.run(self.bind_inputs(args, kwargs))
+        outs = tuple(env[n] for n in self.graph.outputs)
+        return outs[0] if len(outs) == 1 else outs
+
+    def bind_inputs(self, args, kwargs):
+        names = self.graph.inputs
+        if len(args) > len(names):
+            raise RuntimeError_("the model takes %d inputs, not %d"
+                                % (len(names), len(args)))
+        feeds = dict(zip(names, args))
+        feeds.update(kwargs)
+        for n in names:
+            if n not in feeds:
+                raise RuntimeError_("graph input '%s': error: not given" % n)
+        out = {}
+        for n in names:
+            t = feeds[n]
+            if not isinstance(t, torch.Tensor):
+                t = torch.from_numpy(np.ascontiguousarray(t))
+            src = self.graph.sources[n]
+            if src.device is not None:
+                t = t.to(self.torch_devices[src.device])
+            out[n] = t
+        return out
+
+    def run(self, feeds, nodes=None, env=None, where=None):
+        """Runs `nodes` (default: all) and returns the tensor environment.
+
+        `where` maps a tensor name to the dp device that holds it; copies
+        to other devices are made once per device and counted in
+        `sent_bytes`.
+        """
+        graph = self.graph
+        if env is None:
+            env = {}
+            where = {}
+            for name, s in graph.sources.items():
+                if s.is_input:
+                    continue
+                t = self.weight(name)
+                if t is not None:
+                    env[name] = t
+                    where[name] = s.device
+            for name, t in feeds.items():
+                env[name] = t
+                where[name] = graph.sources[name].device
+            self.sent_bytes = {}
+        copies = {}
+        for node in nodes if nodes is not None else graph.nodes:
+            dev = self.torch_devices[node.device]
+            args = []
+            for name in node.inputs:
+                if not name:
+                    args.append(None)
+                    continue
+                t = env.get(name)
+                if t is None:
+                    raise RuntimeError_("node '%s': error: input '%s' is not "
+                                        "available" % (node.name, name))
+                holder = where.get(name)
+                if holder != node.device:
+                    key = (name, node.device)
+                    c = copies.get(key)
+                    if c is None:
+                        c = t.to(dev)
+                        copies[key] = c
+                        pair = (holder, node.device)
+                        self.sent_bytes[pair] = self.sent_bytes.get(pair, 0) \
+                            + t.numel() * t.element_size()
+                    t = c
+                args.append(t)
+            outs = self.run_node(node, args)
+            for name, t in zip(node.outputs, outs):
+                if name:
+                    env[name] = t
+                    where[name] = node.device
+        return env
+
+    def run_node(self, node, args):
+        ctx = (torch.profiler.record_function(node.name)
+               if self.profile_names else contextlib.nullcontext())
+        with ctx:
+            if node.constant is not None:
+                return [self._constants[node.name]]
+            try:
+                outs = run_kernel(node.op_type, node.kernel, args, node.attrs,
+                                  self.graph.opset, len(node.outputs))
+            except OpError as e:
+                raise RuntimeError_("node '%s': error: %s: %s"
+                                    % (node.name, node.op_type, e))
+            except (RuntimeError, IndexError, ValueError, TypeError) as e:
+                raise RuntimeError_("node '%s': error: %s failed: %s"
+                                    % (node.name, node.op_type, e))
+        return outs
+
+
+def load(path, device_map=None, seed=0, require_weights=False):
+    """Loads a placed ONNX model as a `PlacedModule`."""
+    graph = PlacedGraph(path, seed=seed, require_weights=require_weights)
+    return PlacedModule(graph, device_map=device_map)
+
+
+# --------------------------------------------------------------------------
+# Training: the step training-graph simulates
+# --------------------------------------------------------------------------
+
+def loss_of(outputs, output_names, graph):
+    """docs/transforms.md: the sum over float outputs of ReduceSum(y)."""
+    loss = None
+    for name, y in zip(output_names, outputs):
+        if not y.is_floating_point():
+            continue
+        term = y.sum().float()
+        loss = term if loss is None else loss + term.to(loss.device)
+    if loss is None:
+        raise RuntimeError_("the graph has no floating-point output to build "
+                            "a loss from")
+    return loss
+
+
+class Optimizer:
+    """sgd, momentum or adam, one weight at a time on its device.
+
+    The arithmetic is torch.optim's (SGD with momentum's first step taking
+    the gradient as its buffer; Adam with bias correction), written per
+    weight so that each update is a named region of the profile
+    (`<weight>/update`, dp's update op).
+    """
+
+    def __init__(self, kind, lr=None, momentum=0.9, betas=(0.9, 0.999),
+                 eps=1e-8):
+        if kind not in ("sgd", "momentum", "adam"):
+            raise RuntimeError_("--optimizer: error: expected sgd, momentum "
+                                "or adam, not '%s'" % kind)
+        self.kind = kind
+        self.lr = lr if lr is not None else (1e-3 if kind == "adam" else 0.01)
+        self.momentum = momentum
+        self.betas = betas
+        self.eps = eps
+        self.state = {}
+
+    def step(self, named_params, profile_names=True):
+        with torch.no_grad():
+            for name, p in named_params:
+                if p.grad is None:
+                    continue
+                ctx = (torch.profiler.record_function(name + "/update")
+                       if profile_names else contextlib.nullcontext())
+                with ctx:
+                    self._update(name, p, p.grad)
+
+    def _update(self, name, p, g):
+        if self.kind == "sgd":
+            p.add_(g, alpha=-self.lr)
+            return
+        if self.kind == "momentum":
+            buf = self.state.get(name)
+            if buf is None:
+                buf = g.clone()
+                self.state[name] = buf
+            else:
+                buf.mul_(self.momentum).add_(g)
+            p.add_(buf, alpha=-self.lr)
+            return
+        b1, b2 = self.betas
+        st = self.state.get(name)
+        if st is None:
+            st = [0, torch.zeros_like(p), torch.zeros_like(p)]
+            self.state[name] = st
+        st[0] += 1
+        step, m, v = st
+        m.mul_(b1).add_(g, alpha=1 - b1)
+        v.mul_(b2).addcmul_(g, g, value=1 - b2)
+        bc1 = 1 - b1 ** step
+        bc2 = 1 - b2 ** step
+        denom = (v.sqrt() / (bc2 ** 0.5)).add_(self.eps)
+        p.addcdiv_(m, denom, value=-self.lr / bc1)
+
+
+def train_step(module, feeds, optimizer, input_grads=True):
+    """One training step in one process; returns the loss value."""
+    for p in module.parameters():
+        p.grad = None
+    if input_grads:
+        feeds = {n: (t.detach().requires_grad_(True)
+                     if t.is_floating_point() else t)
+                 for n, t in feeds.items()}
+    env = module.run(feeds)
+    outs = [env[n] for n in module.graph.outputs]
+    ctx = (torch.profiler.record_function("loss") if module.profile_names
+           else contextlib.nullcontext())
+    with ctx:
+        loss = loss_of(outs, module.graph.outputs, module.graph)
+    loss.backward()
+    optimizer.step(module.named_weights(), module.profile_names)
+    return float(loss.detach())
+
+
+def synchronize(devices):
+    for d in devices:
+        if d.type == "cuda":
+            torch.cuda.synchronize(d)
+
+
+def time_steps(fn, devices, steps, warmup):
+    """Runs fn warmup + steps times; returns the timed steps' seconds."""
+    for _ in range(warmup):
+        fn()
+    synchronize(devices)
+    times = []
+    for _ in range(steps):
+        synchronize(devices)
+        start = time.perf_counter()
+        fn()
+        synchronize(devices)
+        times.append(time.perf_counter() - start)
+    return times
