@@ -347,29 +347,31 @@ Error EmitPass::run(Graph &G, PassContext &Ctx) {
     Expected<SplitModel> Split = PM->split();
     if (!Split)
       return Split.takeError();
-    // Part files beside the manifest, named after their devices.
+    // Segment files beside the manifest, named after their devices and
+    // their position on the device.
     std::string Manifest = E.getPath(EmitFormatKind::Split);
     StringRef Base = Manifest;
     if (!Base.consume_back(".split.json"))
       Base.consume_back(".json");
-    std::vector<std::string> Files, Paths;
-    for (const SplitModel::Part &P : Split->Parts) {
-      std::string Path = Base.str() + "." +
-                         sanitizeForFileName(C.getDevices()[P.Device].Name) +
-                         ".onnx";
+    std::vector<std::string> Files, Paths, Whats;
+    for (const SplitModel::Segment &Seg : Split->Segments) {
+      StringRef DevName = C.getDevices()[Seg.Device].Name;
+      std::string Path = Base.str() + "." + sanitizeForFileName(DevName) + "." +
+                         std::to_string(Seg.IndexOnDevice) + ".onnx";
       while (is_contained(Paths, Path))
         Path.insert(Path.size() - 5, "_");
-      if (Error Err = checkONNXModel(
-              *P.Model, "the submodel for " + C.getDevices()[P.Device].Name))
+      std::string What = "segment " + std::to_string(Seg.IndexOnDevice) +
+                         " on " + DevName.str();
+      if (Error Err = checkONNXModel(*Seg.Model, "the submodel of " + What))
         return Err;
       Paths.push_back(Path);
       Files.push_back(sys::path::filename(Path).str());
+      Whats.push_back("submodel of " + What);
     }
     for (unsigned I = 0, N = Paths.size(); I != N; ++I) {
-      if (Error Err = writeONNXModel(Paths[I], *Split->Parts[I].Model))
+      if (Error Err = writeONNXModel(Paths[I], *Split->Segments[I].Model))
         return Err;
-      E.wrote(Paths[I],
-              "submodel for " + C.getDevices()[Split->Parts[I].Device].Name);
+      E.wrote(Paths[I], Whats[I]);
     }
     if (Error Err = E.write(Manifest, "split manifest", [&](raw_ostream &OS) {
           writeSplitManifest(OS, S, *PM, *Split, Files);

@@ -9,6 +9,7 @@
 #include "dp/Support/Diagnostics.h"
 #include "dp/Support/FileOutput.h"
 
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
@@ -19,7 +20,10 @@
 #include "onnx/onnx_pb.h"
 #include "onnx/shape_inference/implementation.h"
 
+#include <algorithm>
 #include <climits>
+#include <functional>
+#include <queue>
 
 using namespace llvm;
 
@@ -35,11 +39,13 @@ PlacedModel::~PlacedModel() = default;
 /// Metadata keys that emit writes; an input's own are replaced.
 static constexpr StringLiteral ClusterKey = "dp.cluster";
 static constexpr StringLiteral DeviceKey = "dp.device";
+static constexpr StringLiteral SegmentKey = "dp.segment";
 
 Expected<PlacedModel> PlacedModel::build(MemoryBufferRef Buffer,
                                          const PlacedStep &S) {
   PlacedModel PM;
   PM.S = &S;
+  PM.File = Buffer.getBufferIdentifier().str();
   PM.Model = std::make_unique<onnx::ModelProto>();
   if (Error E = readONNXModel(Buffer, *PM.Model))
     return std::move(E);
@@ -280,50 +286,255 @@ static Optional<uint64_t> getTensorBytes(const Graph &G, StringRef Name,
   return None;
 }
 
+Segmentation computeSegments(ArrayRef<unsigned> NodeDevices,
+                             ArrayRef<std::vector<unsigned>> Producers) {
+  unsigned N = NodeDevices.size();
+  assert(Producers.size() == N && "a producer list per node");
+  struct Seg {
+    unsigned Device;
+    unsigned Level;
+    /// The lowest level of a segment that reads from this one, as it was
+    /// when it first read (levels only grow, so this stays a lower bound).
+    unsigned MinReaderLevel = UINT_MAX;
+  };
+  std::vector<Seg> Segs;
+  // Each device's segments, in creation order, which is level order.
+  DenseMap<unsigned, SmallVector<unsigned, 4>> ByDevice;
+  std::vector<unsigned> SegmentOf(N);
+  SmallVector<unsigned, 8> Read;
+  for (unsigned I = 0; I != N; ++I) {
+    unsigned Dev = NodeDevices[I];
+    Read.clear();
+    for (unsigned P : Producers[I]) {
+      assert(P < I && "producers come before their readers");
+      Read.push_back(SegmentOf[P]);
+    }
+    llvm::sort(Read);
+    Read.erase(std::unique(Read.begin(), Read.end()), Read.end());
+    // The highest level read, and the segment there when it is alone.
+    unsigned Top = 0, AtTop = 0, NumAtTop = 0;
+    for (unsigned P : Read) {
+      if (NumAtTop && Segs[P].Level < Top)
+        continue;
+      if (!NumAtTop || Segs[P].Level > Top) {
+        Top = Segs[P].Level;
+        NumAtTop = 0;
+      }
+      AtTop = P;
+      ++NumAtTop;
+    }
+    SmallVector<unsigned, 4> &Mine = ByDevice[Dev];
+    unsigned Target;
+    if (NumAtTop == 1 && Segs[AtTop].Device == Dev) {
+      // Its highest producer's segment is on its device: no lower one
+      // would do, and that one does.
+      Target = AtTop;
+    } else {
+      unsigned Need = Read.empty() ? 0 : Top + 1;
+      auto It = llvm::partition_point(
+          Mine, [&](unsigned S) { return Segs[S].Level < Need; });
+      if (It != Mine.end()) {
+        Target = *It;
+      } else if (!Mine.empty() && Segs[Mine.back()].MinReaderLevel > Need) {
+        Target = Mine.back();
+        Segs[Target].Level = Need;
+      } else {
+        Target = Segs.size();
+        Segs.push_back({Dev, Need});
+        Mine.push_back(Target);
+      }
+    }
+    SegmentOf[I] = Target;
+    for (unsigned P : Read)
+      if (P != Target)
+        Segs[P].MinReaderLevel =
+            std::min(Segs[P].MinReaderLevel, Segs[Target].Level);
+  }
+
+  // Move nodes read only by one other segment of their device there, when
+  // that segment is above everything they read. Readers come later in
+  // model order, so a backward walk sees them in their final segments.
+  std::vector<SmallVector<unsigned, 2>> Readers(N);
+  for (unsigned I = 0; I != N; ++I)
+    for (unsigned P : Producers[I])
+      if (Readers[P].empty() || Readers[P].back() != I)
+        Readers[P].push_back(I);
+  for (unsigned I = N; I-- > 0;) {
+    if (Readers[I].empty())
+      continue;
+    unsigned To = SegmentOf[Readers[I].front()];
+    if (To == SegmentOf[I] || Segs[To].Device != NodeDevices[I] ||
+        any_of(Readers[I], [&](unsigned R) { return SegmentOf[R] != To; }) ||
+        any_of(Producers[I], [&](unsigned P) {
+          return SegmentOf[P] != To &&
+                 Segs[SegmentOf[P]].Level >= Segs[To].Level;
+        }))
+      continue;
+    SegmentOf[I] = To;
+  }
+
+  // Number the segments that kept nodes in run order.
+  std::vector<bool> Used(Segs.size());
+  for (unsigned S : SegmentOf)
+    Used[S] = true;
+  std::vector<unsigned> Order;
+  for (unsigned S = 0, E = Segs.size(); S != E; ++S)
+    if (Used[S])
+      Order.push_back(S);
+  llvm::sort(Order, [&](unsigned A, unsigned B) {
+    return std::make_pair(Segs[A].Level, Segs[A].Device) <
+           std::make_pair(Segs[B].Level, Segs[B].Device);
+  });
+  std::vector<unsigned> NewIndex(Segs.size());
+  Segmentation Out;
+  for (unsigned S : Order) {
+    NewIndex[S] = Out.Device.size();
+    Out.Device.push_back(Segs[S].Device);
+    Out.Level.push_back(Segs[S].Level);
+  }
+  Out.SegmentOf.resize(N);
+  for (unsigned I = 0; I != N; ++I)
+    Out.SegmentOf[I] = NewIndex[SegmentOf[I]];
+  return Out;
+}
+
+/// Copies the fields of \p M but its graph into \p Out.
+static void copyModelFields(const onnx::ModelProto &M, onnx::ModelProto &Out) {
+  Out.set_ir_version(M.ir_version());
+  *Out.mutable_opset_import() = M.opset_import();
+  if (M.has_producer_name())
+    Out.set_producer_name(M.producer_name());
+  if (M.has_producer_version())
+    Out.set_producer_version(M.producer_version());
+  if (M.has_domain())
+    Out.set_domain(M.domain());
+  if (M.has_model_version())
+    Out.set_model_version(M.model_version());
+  if (M.has_doc_string())
+    Out.set_doc_string(M.doc_string());
+  *Out.mutable_metadata_props() = M.metadata_props();
+  *Out.mutable_functions() = M.functions();
+}
+
 Expected<SplitModel> PlacedModel::split() const {
   const onnx::GraphProto &OG = Model->graph();
   const Cluster &C = *S->C;
-  unsigned N = OG.node_size(), D = C.getNumDevices();
+  unsigned N = OG.node_size();
 
   StringMap<unsigned> Producer;
   for (unsigned I = 0; I != N; ++I)
     for (const std::string &Out : OG.node(I).output())
       if (!Out.empty())
         Producer.try_emplace(Out, I);
-  StringSet<> GraphOutputs;
-  for (const auto &VI : OG.output())
-    GraphOutputs.insert(VI.name());
 
-  // Who reads what, and which devices read each produced tensor.
+  // What every node reads, and the nodes it reads from.
   std::vector<std::vector<std::string>> Reads(N);
-  StringMap<SmallVector<unsigned, 2>> Readers;
+  std::vector<std::vector<unsigned>> Producers(N);
   for (unsigned I = 0; I != N; ++I) {
     Reads[I] = getNodeReads(OG.node(I));
     for (const std::string &T : Reads[I]) {
-      SmallVector<unsigned, 2> &Devs = Readers[T];
-      if (!is_contained(Devs, NodeDevices[I]))
-        Devs.push_back(NodeDevices[I]);
+      auto It = Producer.find(T);
+      if (It != Producer.end() && !is_contained(Producers[I], It->second))
+        Producers[I].push_back(It->second);
     }
   }
 
+  // A topological order, the model's where the dataflow allows (ONNX
+  // wants nodes sorted; import-onnx accepts them unsorted).
+  std::vector<unsigned> Order, Position(N);
+  {
+    std::vector<unsigned> Pending(N);
+    std::vector<SmallVector<unsigned, 2>> Users(N);
+    for (unsigned I = 0; I != N; ++I) {
+      Pending[I] = Producers[I].size();
+      for (unsigned P : Producers[I])
+        Users[P].push_back(I);
+    }
+    std::priority_queue<unsigned, std::vector<unsigned>, std::greater<>> Ready;
+    for (unsigned I = 0; I != N; ++I)
+      if (!Pending[I])
+        Ready.push(I);
+    while (!Ready.empty()) {
+      unsigned I = Ready.top();
+      Ready.pop();
+      Position[I] = Order.size();
+      Order.push_back(I);
+      for (unsigned U : Users[I])
+        if (!--Pending[U])
+          Ready.push(U);
+    }
+    if (Order.size() != N) {
+      unsigned Stuck = 0;
+      while (!Pending[Stuck])
+        ++Stuck;
+      return make_error<LocatedError>(
+          DiagLocation{File, 0, 0, NodeNames[Stuck], ""},
+          "emit{format=split}: the model's nodes form a cycle through this "
+          "node; the model must be the one the graph was imported from");
+    }
+  }
+
+  Segmentation Segs;
+  {
+    std::vector<unsigned> Devices(N);
+    std::vector<std::vector<unsigned>> Sorted(N);
+    for (unsigned K = 0; K != N; ++K) {
+      Devices[K] = NodeDevices[Order[K]];
+      for (unsigned P : Producers[Order[K]])
+        Sorted[K].push_back(Position[P]);
+    }
+    Segs = computeSegments(Devices, Sorted);
+  }
+  // By node index, as the rest uses it.
+  std::vector<unsigned> SegmentOf(N);
+  for (unsigned K = 0; K != N; ++K)
+    SegmentOf[Order[K]] = Segs.SegmentOf[K];
+  unsigned NumSegs = Segs.getNumSegments();
   SplitModel Split;
-  StringMap<unsigned> TransferIndex;
-  for (unsigned I = 0; I != N; ++I) {
+  Split.Segments.resize(NumSegs);
+  {
+    std::vector<unsigned> PerDevice(C.getNumDevices());
+    for (unsigned K = 0; K != NumSegs; ++K) {
+      Split.Segments[K].Device = Segs.Device[K];
+      Split.Segments[K].IndexOnDevice = PerDevice[Segs.Device[K]]++;
+    }
+  }
+  for (unsigned I : Order)
+    Split.Segments[SegmentOf[I]].Nodes.push_back(I);
+
+  // The segments that read each tensor that crosses segments, and the
+  // segments each segment runs after.
+  StringMap<SmallVector<unsigned, 2>> ReadBy;
+  for (unsigned I : Order) {
+    unsigned To = SegmentOf[I];
+    for (const std::string &T : Reads[I]) {
+      auto It = Producer.find(T);
+      if (It == Producer.end() || SegmentOf[It->second] == To)
+        continue;
+      SmallVector<unsigned, 2> &Readers = ReadBy[T];
+      if (!is_contained(Readers, To))
+        Readers.push_back(To);
+      SmallVector<unsigned, 4> &After = Split.Segments[To].After;
+      if (!is_contained(After, SegmentOf[It->second]))
+        After.push_back(SegmentOf[It->second]);
+    }
+  }
+  for (SplitModel::Segment &Seg : Split.Segments)
+    llvm::sort(Seg.After);
+  // In the order their producers run.
+  StringSet<> Crossing;
+  for (unsigned I : Order) {
     for (const std::string &Out : OG.node(I).output()) {
-      auto It = Readers.find(Out);
-      if (Out.empty() || It == Readers.end() || Producer.lookup(Out) != I)
+      auto It = ReadBy.find(Out);
+      if (It == ReadBy.end() || Producer.lookup(Out) != I)
         continue;
-      CrossDeviceTensor X;
-      for (unsigned Dev : It->second)
-        if (Dev != NodeDevices[I])
-          X.To.push_back(Dev);
-      if (X.To.empty())
-        continue;
-      llvm::sort(X.To);
+      SegmentTensor X;
       X.Name = Out;
       X.ProducerNode = I;
-      X.From = NodeDevices[I];
-      TransferIndex[Out] = Split.Transfers.size();
+      X.From = SegmentOf[I];
+      X.To = std::move(It->second);
+      llvm::sort(X.To);
+      Crossing.insert(Out);
       Split.Transfers.push_back(std::move(X));
     }
   }
@@ -340,12 +551,14 @@ Expected<SplitModel> PlacedModel::split() const {
     VI->set_name(Name.str());
     const onnx::TypeProto *TP = Types.find(Name);
     if (!TP)
-      return makeError("emit{format=split}: the type of tensor '" + Name +
-                       "', which crosses devices, is unknown");
+      return make_error<LocatedError>(
+          DiagLocation{File, 0, 0, "", Name.str()},
+          "emit{format=split}: the type of the tensor is unknown, and it "
+          "crosses segments");
     *VI->mutable_type() = *TP;
     return Error::success();
   };
-  for (CrossDeviceTensor &X : Split.Transfers)
+  for (SegmentTensor &X : Split.Transfers)
     X.Bytes = getTensorBytes(*S->G, X.Name, Types.find(X.Name));
 
   StringMap<const onnx::ValueInfoProto *> DeclaredInputs, DeclaredOutputs;
@@ -354,35 +567,22 @@ Expected<SplitModel> PlacedModel::split() const {
   for (const auto &VI : OG.output())
     DeclaredOutputs[VI.name()] = &VI;
 
-  for (unsigned Dev = 0; Dev != D; ++Dev) {
-    if (!is_contained(NodeDevices, Dev))
-      continue;
+  for (unsigned K = 0; K != NumSegs; ++K) {
+    SplitModel::Segment &Seg = Split.Segments[K];
     auto Part = std::make_unique<onnx::ModelProto>();
     // The model's own fields, without its graph (and the weights in it).
-    Part->set_ir_version(Model->ir_version());
-    *Part->mutable_opset_import() = Model->opset_import();
-    if (Model->has_producer_name())
-      Part->set_producer_name(Model->producer_name());
-    if (Model->has_producer_version())
-      Part->set_producer_version(Model->producer_version());
-    if (Model->has_domain())
-      Part->set_domain(Model->domain());
-    if (Model->has_model_version())
-      Part->set_model_version(Model->model_version());
-    if (Model->has_doc_string())
-      Part->set_doc_string(Model->doc_string());
-    *Part->mutable_metadata_props() = Model->metadata_props();
-    *Part->mutable_functions() = Model->functions();
+    copyModelFields(*Model, *Part);
     onnx::GraphProto &PG = *Part->mutable_graph();
-    StringRef DevName = C.getDevices()[Dev].Name;
-    PG.set_name(OG.name() + "@" + DevName.str());
-    PG.set_doc_string("the part of graph '" + OG.name() + "' that runs on " +
+    StringRef DevName = C.getDevices()[Seg.Device].Name;
+    PG.set_name(OG.name() + "@" + DevName.str() + "#" +
+                std::to_string(Seg.IndexOnDevice));
+    PG.set_doc_string("segment " + std::to_string(K) + " of graph '" +
+                      OG.name() + "', the nodes of its segment " +
+                      std::to_string(Seg.IndexOnDevice) + " on " +
                       DevName.str() + " (dp emit{format=split})");
 
     StringSet<> Used, Made;
-    for (unsigned I = 0; I != N; ++I) {
-      if (NodeDevices[I] != Dev)
-        continue;
+    for (unsigned I : Seg.Nodes) {
       *PG.add_node() = OG.node(I);
       for (const std::string &T : Reads[I])
         Used.insert(T);
@@ -391,19 +591,19 @@ Expected<SplitModel> PlacedModel::split() const {
           Made.insert(T);
     }
     // Graph outputs that no node makes (an input passed through) belong to
-    // the first part.
-    bool First = Split.Parts.empty();
+    // the first segment.
+    bool First = K == 0;
     if (First)
       for (const auto &VI : OG.output())
         if (!Producer.count(VI.name()))
           Used.insert(VI.name());
 
-    // Inputs: the model's, then what other devices send, in order.
+    // Inputs: the model's, then what earlier segments send, in order.
     for (const auto &VI : OG.input())
       if (Used.contains(VI.name()))
         *PG.add_input() = VI;
-    for (const CrossDeviceTensor &X : Split.Transfers)
-      if (is_contained(X.To, Dev))
+    for (const SegmentTensor &X : Split.Transfers)
+      if (is_contained(X.To, K))
         if (Error E = AddValue(*PG.mutable_input(), X.Name,
                                DeclaredInputs.lookup(X.Name)))
           return std::move(E);
@@ -414,30 +614,33 @@ Expected<SplitModel> PlacedModel::split() const {
       if (Used.contains(T.values().name()))
         *PG.add_sparse_initializer() = T;
 
-    // Outputs: the model's made here, then what other devices read.
+    // Outputs: the model's made here, then what later segments read.
     StringSet<> Outputs;
     for (const auto &VI : OG.output())
       if (Made.contains(VI.name()) || (First && !Producer.count(VI.name()))) {
         *PG.add_output() = VI;
         Outputs.insert(VI.name());
       }
-    for (const CrossDeviceTensor &X : Split.Transfers)
-      if (X.From == Dev && Outputs.insert(X.Name).second)
+    for (const SegmentTensor &X : Split.Transfers)
+      if (X.From == K && Outputs.insert(X.Name).second)
         if (Error E = AddValue(*PG.mutable_output(), X.Name,
                                DeclaredOutputs.lookup(X.Name)))
           return std::move(E);
     for (const auto &VI : OG.value_info())
       if ((Made.contains(VI.name()) || Used.contains(VI.name())) &&
-          !Outputs.contains(VI.name()) && !TransferIndex.count(VI.name()))
+          !Outputs.contains(VI.name()) && !Crossing.contains(VI.name()))
         *PG.add_value_info() = VI;
 
-    setMetadata(*Part, ONNXPlacementKey,
-                makePlacementJSON(*this, C, [&](unsigned I) {
-                  return NodeDevices[I] == Dev;
-                }));
+    SmallVector<bool, 0> InSegment(N);
+    for (unsigned I : Seg.Nodes)
+      InSegment[I] = true;
+    setMetadata(
+        *Part, ONNXPlacementKey,
+        makePlacementJSON(*this, C, [&](unsigned I) { return InSegment[I]; }));
     setMetadata(*Part, ClusterKey, C.getName());
     setMetadata(*Part, DeviceKey, DevName);
-    Split.Parts.push_back({Dev, std::move(Part)});
+    setMetadata(*Part, SegmentKey, std::to_string(K));
+    Seg.Model = std::move(Part);
   }
   return std::move(Split);
 }
@@ -473,15 +676,20 @@ void writeSplitManifest(raw_ostream &OS, const PlacedStep &S,
                         ArrayRef<std::string> Files) {
   const Cluster &C = *S.C;
   const onnx::GraphProto &OG = PM.getModel().graph();
+  auto DeviceName = [&](unsigned Segment) -> StringRef {
+    return C.getDevices()[Split.Segments[Segment].Device].Name;
+  };
   json::OStream J(OS, 2);
   J.object([&] {
     J.attribute("model", OG.name());
     J.attribute("cluster", C.getName());
-    J.attributeArray("parts", [&] {
-      for (unsigned I = 0, E = Split.Parts.size(); I != E; ++I) {
-        const onnx::GraphProto &PG = Split.Parts[I].Model->graph();
+    J.attributeArray("segments", [&] {
+      for (unsigned I = 0, E = Split.Segments.size(); I != E; ++I) {
+        const SplitModel::Segment &Seg = Split.Segments[I];
+        const onnx::GraphProto &PG = Seg.Model->graph();
         J.object([&] {
-          J.attribute("device", C.getDevices()[Split.Parts[I].Device].Name);
+          J.attribute("index", int64_t(I));
+          J.attribute("device", DeviceName(I));
           J.attribute("file", Files[I]);
           J.attribute("nodes", int64_t(PG.node_size()));
           J.attributeArray("inputs", [&] {
@@ -492,19 +700,34 @@ void writeSplitManifest(raw_ostream &OS, const PlacedStep &S,
             for (const auto &VI : PG.output())
               J.value(VI.name());
           });
+          J.attributeArray("after", [&] {
+            for (unsigned A : Seg.After)
+              J.value(int64_t(A));
+          });
         });
       }
     });
     J.attributeArray("transfers", [&] {
       for (unsigned I = 0, E = Split.Transfers.size(); I != E; ++I) {
-        const CrossDeviceTensor &X = Split.Transfers[I];
+        const SegmentTensor &X = Split.Transfers[I];
         J.object([&] {
           J.attribute("order", int64_t(I));
           J.attribute("tensor", X.Name);
           J.attribute("producer", PM.getNodeNames()[X.ProducerNode]);
-          J.attribute("from", C.getDevices()[X.From].Name);
+          J.attribute("from_segment", int64_t(X.From));
+          J.attributeArray("to_segments", [&] {
+            for (unsigned Seg : X.To)
+              J.value(int64_t(Seg));
+          });
+          J.attribute("from", DeviceName(X.From));
+          // The devices of the reading segments, each once, by device.
+          SmallVector<unsigned, 4> Devs;
+          for (unsigned Seg : X.To)
+            Devs.push_back(Split.Segments[Seg].Device);
+          llvm::sort(Devs);
+          Devs.erase(std::unique(Devs.begin(), Devs.end()), Devs.end());
           J.attributeArray("to", [&] {
-            for (unsigned Dev : X.To)
+            for (unsigned Dev : Devs)
               J.value(C.getDevices()[Dev].Name);
           });
           if (X.Bytes)

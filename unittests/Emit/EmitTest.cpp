@@ -17,6 +17,7 @@
 #include "gtest/gtest.h"
 
 #include <map>
+#include <random>
 
 using namespace dp;
 using llvm::ArrayRef;
@@ -132,7 +133,7 @@ zig (float[64] x) => (float[64] y1, float[64] y2) {
 }
 )";
 
-TEST(Split, JoinsBackToTheModelsDataflow) {
+TEST(Split, SegmentsRunInOrder) {
   MemoryBufferRef Buffer(ZigZag, "zig.onnx");
   llvm::Expected<Graph> G = importONNX(Buffer);
   ASSERT_TRUE(bool(G)) << llvm::toString(G.takeError());
@@ -149,66 +150,176 @@ TEST(Split, JoinsBackToTheModelsDataflow) {
   ASSERT_TRUE(bool(PM)) << llvm::toString(PM.takeError());
   llvm::Expected<SplitModel> Split = PM->split();
   ASSERT_TRUE(bool(Split)) << llvm::toString(Split.takeError());
-  ASSERT_EQ(Split->Parts.size(), 3u);
 
+  // d0 -> d1 -> d0 -> d1 -> d2: each return to a device is a new segment.
+  ASSERT_EQ(Split->Segments.size(), 5u);
+  std::vector<unsigned> Devs, Index;
+  std::vector<std::vector<unsigned>> Nodes, After;
+  for (const SplitModel::Segment &Seg : Split->Segments) {
+    Devs.push_back(Seg.Device);
+    Index.push_back(Seg.IndexOnDevice);
+    Nodes.push_back(Seg.Nodes);
+    After.emplace_back(Seg.After.begin(), Seg.After.end());
+  }
+  EXPECT_EQ(Devs, (std::vector<unsigned>{0, 1, 0, 1, 2}));
+  EXPECT_EQ(Index, (std::vector<unsigned>{0, 0, 1, 1, 0}));
+  EXPECT_EQ(Nodes,
+            (std::vector<std::vector<unsigned>>{{0}, {1}, {2}, {3}, {4}}));
+  EXPECT_EQ(After,
+            (std::vector<std::vector<unsigned>>{{}, {0}, {0, 1}, {2}, {0, 3}}));
+
+  // Run the segments in order: every input is a graph input or an output
+  // of an earlier segment, and every node is in one segment, unchanged.
   const onnx::GraphProto &OG = PM->getModel().graph();
-  // Join: every node of the original in exactly one part, in order.
   std::map<std::string, unsigned> NodeIndex;
   for (int I = 0; I != OG.node_size(); ++I)
     NodeIndex[OG.node(I).SerializeAsString()] = I;
-  std::vector<int> PartOf(OG.node_size(), -1);
-  for (unsigned P = 0; P != Split->Parts.size(); ++P) {
-    const onnx::ModelProto &M = *Split->Parts[P].Model;
-    EXPECT_FALSE(bool(checkONNXModel(M, "part")));
+  std::vector<int> SegmentOf(OG.node_size(), -1);
+  llvm::StringMap<unsigned> MadeBy;
+  for (unsigned K = 0; K != Split->Segments.size(); ++K) {
+    const onnx::ModelProto &M = *Split->Segments[K].Model;
+    EXPECT_FALSE(bool(checkONNXModel(M, "segment")));
+    for (const onnx::ValueInfoProto &VI : M.graph().input()) {
+      if (VI.name() == "x")
+        continue;
+      auto It = MadeBy.find(VI.name());
+      ASSERT_NE(It, MadeBy.end()) << VI.name();
+      EXPECT_TRUE(llvm::is_contained(After[K], It->second)) << VI.name();
+    }
+    for (const onnx::ValueInfoProto &VI : M.graph().output())
+      EXPECT_TRUE(MadeBy.try_emplace(VI.name(), K).second) << VI.name();
     for (const onnx::NodeProto &N : M.graph().node()) {
       auto It = NodeIndex.find(N.SerializeAsString());
       ASSERT_NE(It, NodeIndex.end()) << N.name();
-      EXPECT_EQ(PartOf[It->second], -1) << N.name();
-      PartOf[It->second] = P;
+      EXPECT_EQ(SegmentOf[It->second], -1) << N.name();
+      SegmentOf[It->second] = K;
     }
   }
   for (int I = 0; I != OG.node_size(); ++I)
-    EXPECT_NE(PartOf[I], -1) << OG.node(I).op_type();
+    EXPECT_NE(SegmentOf[I], -1) << OG.node(I).op_type();
+  // Graph outputs stay where they are made.
+  EXPECT_EQ(MadeBy.lookup("y1"), 3u);
+  EXPECT_EQ(MadeBy.lookup("y2"), 4u);
 
-  // Every edge between parts is a transfer that one part outputs and the
-  // other takes as input.
-  llvm::StringMap<unsigned> Producer;
-  for (int I = 0; I != OG.node_size(); ++I)
-    for (const std::string &Out : OG.node(I).output())
-      Producer[Out] = I;
-  auto Has = [](const auto &List, StringRef Name) {
-    for (const onnx::ValueInfoProto &VI : List)
-      if (VI.name() == Name)
-        return true;
-    return false;
-  };
-  llvm::StringSet<> Crossing;
-  for (int I = 0; I != OG.node_size(); ++I) {
-    for (const std::string &In : OG.node(I).input()) {
-      auto It = Producer.find(In);
-      if (It == Producer.end() || PartOf[It->second] == PartOf[I])
-        continue;
-      Crossing.insert(In);
-      const auto &From = Split->Parts[PartOf[It->second]];
-      const auto &To = Split->Parts[PartOf[I]];
-      EXPECT_TRUE(Has(From.Model->graph().output(), In)) << In;
-      EXPECT_TRUE(Has(To.Model->graph().input(), In)) << In;
-    }
-  }
-  EXPECT_EQ(Crossing.size(), Split->Transfers.size());
   std::vector<std::string> Names;
-  for (const CrossDeviceTensor &X : Split->Transfers) {
-    EXPECT_TRUE(Crossing.contains(X.Name)) << X.Name;
+  std::vector<std::vector<unsigned>> To;
+  for (const SegmentTensor &X : Split->Transfers) {
     EXPECT_EQ(X.Bytes, llvm::Optional<uint64_t>(256));
+    EXPECT_EQ(X.From, unsigned(SegmentOf[X.ProducerNode]));
     Names.push_back(X.Name);
+    To.emplace_back(X.To.begin(), X.To.end());
   }
   EXPECT_EQ(Names, (std::vector<std::string>{"ta", "tb", "tc", "y1"}));
-  // ta goes from d0 to both d1 and d2.
-  EXPECT_EQ(Split->Transfers[0].From, 0u);
-  EXPECT_EQ(Split->Transfers[0].To, (llvm::SmallVector<unsigned, 2>{1, 2}));
-  // Graph outputs stay where they are made.
-  EXPECT_TRUE(Has(Split->Parts[1].Model->graph().output(), "y1"));
-  EXPECT_TRUE(Has(Split->Parts[2].Model->graph().output(), "y2"));
+  EXPECT_EQ(To, (std::vector<std::vector<unsigned>>{{1, 2, 4}, {2}, {3}, {4}}));
+}
+
+TEST(Split, SortsUnsortedNodes) {
+  // import-onnx sorts nodes that ONNX wants sorted; split sorts them too,
+  // so that every segment passes the checker.
+  const char *const Unsorted = R"(
+<ir_version: 8, opset_import: ["" : 17]>
+unsorted (float[64] x) => (float[64] y) {
+  tb = Neg(ta)
+  ta = Relu(x)
+  y = Abs(tb)
+}
+)";
+  MemoryBufferRef Buffer(Unsorted, "unsorted.onnx");
+  llvm::Expected<Graph> G = importONNX(Buffer);
+  ASSERT_TRUE(bool(G)) << llvm::toString(G.takeError());
+  Cluster C = makeCluster(2);
+  for (OpId O = 0, E = G->getNumOps(); O != E; ++O) {
+    Op &Node = G->getOp(O);
+    Node.Annotations.set(
+        "device", Attribute::getString(Node.Type == "Neg" ? "d1" : "d0"));
+    Node.Annotations.set("time.t", Attribute::getFloat(1e-3));
+  }
+  llvm::Expected<PlacedStep> S = PlacedStep::simulate(*G, C);
+  ASSERT_TRUE(bool(S)) << llvm::toString(S.takeError());
+  llvm::Expected<PlacedModel> PM = PlacedModel::build(Buffer, *S);
+  ASSERT_TRUE(bool(PM)) << llvm::toString(PM.takeError());
+  llvm::Expected<SplitModel> Split = PM->split();
+  ASSERT_TRUE(bool(Split)) << llvm::toString(Split.takeError());
+  ASSERT_EQ(Split->Segments.size(), 3u);
+  std::vector<std::vector<unsigned>> Nodes;
+  for (const SplitModel::Segment &Seg : Split->Segments) {
+    EXPECT_FALSE(bool(checkONNXModel(*Seg.Model, "segment")));
+    Nodes.push_back(Seg.Nodes);
+  }
+  EXPECT_EQ(Nodes, (std::vector<std::vector<unsigned>>{{1}, {0}, {2}}));
+}
+
+/// The segments of \p Devices and \p Producers, checked: every tensor that
+/// crosses segments goes to a higher level and a later segment, and each
+/// segment holds one device's nodes.
+Segmentation segmentAndCheck(ArrayRef<unsigned> Devices,
+                             ArrayRef<std::vector<unsigned>> Producers) {
+  Segmentation Segs = computeSegments(Devices, Producers);
+  EXPECT_EQ(Segs.SegmentOf.size(), Devices.size());
+  for (unsigned K = 0; K + 1 < Segs.getNumSegments(); ++K)
+    EXPECT_LE(Segs.Level[K], Segs.Level[K + 1]);
+  std::vector<bool> Used(Segs.getNumSegments());
+  for (unsigned I = 0; I != Devices.size(); ++I) {
+    unsigned K = Segs.SegmentOf[I];
+    Used[K] = true;
+    EXPECT_EQ(Segs.Device[K], Devices[I]) << "node " << I;
+    for (unsigned P : Producers[I]) {
+      unsigned From = Segs.SegmentOf[P];
+      if (From == K)
+        continue;
+      EXPECT_LT(From, K) << "node " << P << " -> " << I;
+      EXPECT_LT(Segs.Level[From], Segs.Level[K]) << "node " << P << " -> " << I;
+    }
+  }
+  for (unsigned K = 0; K != Used.size(); ++K)
+    EXPECT_TRUE(Used[K]) << "segment " << K << " is empty";
+  return Segs;
+}
+
+TEST(Segments, ReturnsToADeviceStartNewSegments) {
+  // a (d0) -> b (d1) -> c (d0): three segments.
+  Segmentation Segs = segmentAndCheck({0, 1, 0}, {{}, {0}, {1}});
+  EXPECT_EQ(Segs.SegmentOf, (std::vector<unsigned>{0, 1, 2}));
+  EXPECT_EQ(Segs.Device, (std::vector<unsigned>{0, 1, 0}));
+}
+
+TEST(Segments, IndependentNodesJoinTheLowestSegment) {
+  // d0: a, then c after b on d1; d is independent of everything: it joins
+  // d0's first segment, not the one after b.
+  Segmentation Segs = segmentAndCheck({0, 1, 0, 0, 1}, {{}, {0}, {1}, {}, {2}});
+  EXPECT_EQ(Segs.SegmentOf, (std::vector<unsigned>{0, 1, 2, 0, 3}));
+}
+
+TEST(Segments, UnreadSegmentsRiseInsteadOfSplitting) {
+  // a on d0 is read by nobody yet when c on d0 needs to run after b on
+  // d1: a's segment rises above b's, and d0 has one segment.
+  Segmentation Segs = segmentAndCheck({0, 1, 0}, {{}, {}, {0, 1}});
+  EXPECT_EQ(Segs.getNumSegments(), 2u);
+  EXPECT_EQ(Segs.SegmentOf, (std::vector<unsigned>{1, 0, 1}));
+}
+
+TEST(Segments, NodesReadByOneLaterSegmentMoveThere) {
+  // k (d0, a constant) is read only by d (d0), which must run after b on
+  // d1: k moves into d's segment instead of being sent to it.
+  Segmentation Segs = segmentAndCheck({0, 0, 1, 0}, {{}, {}, {1}, {0, 2}});
+  EXPECT_EQ(Segs.SegmentOf, (std::vector<unsigned>{2, 0, 1, 2}));
+}
+
+TEST(Segments, RandomGraphsGiveADag) {
+  std::mt19937 Rng(7);
+  for (unsigned Trial = 0; Trial != 200; ++Trial) {
+    unsigned N = 1 + Rng() % 60, D = 1 + Rng() % 4;
+    std::vector<unsigned> Devices(N);
+    std::vector<std::vector<unsigned>> Producers(N);
+    for (unsigned I = 0; I != N; ++I) {
+      // Runs of one device, as placers make them, with some noise.
+      Devices[I] = I && Rng() % 4 ? Devices[I - 1] : Rng() % D;
+      for (unsigned P = 0; P != I; ++P)
+        if (Rng() % 8 == 0 || (P + 1 == I && Rng() % 2))
+          Producers[I].push_back(P);
+    }
+    segmentAndCheck(Devices, Producers);
+  }
 }
 
 TEST(PlacedModel, RejectsAnotherModel) {

@@ -10,8 +10,9 @@
 ///
 ///   onnx        PREFIX.placed.onnx    the user's model, each node's device
 ///                                     in its metadata
-///   split       PREFIX.<device>.onnx  one submodel per device, and
-///               PREFIX.split.json     the tensors that cross devices
+///   split       PREFIX.<device>.<k>.onnx  one submodel per segment (a
+///               PREFIX.split.json     run of one device's nodes), and
+///                                     the order they run in
 ///   json        PREFIX.placement.json placement by op, node and group, and
 ///                                     the simulator's summary
 ///   device-map  PREFIX.device_map.json  module path -> device (accelerate)

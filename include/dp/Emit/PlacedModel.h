@@ -7,9 +7,10 @@
 /// \file
 /// The user's ONNX model with the device of each of its nodes, written as
 /// the model itself with the placement recorded in its metadata
-/// (emit{format=onnx}), or as one submodel per device with the tensors
-/// that cross devices as their inputs and outputs (emit{format=split}).
-/// docs/emit.md describes both forms.
+/// (emit{format=onnx}), or cut into segments, each a run of one device's
+/// nodes that runs as a whole, with the tensors that cross segments as
+/// their inputs and outputs (emit{format=split}). docs/emit.md describes
+/// both forms.
 ///
 //===----------------------------------------------------------------------===//
 
@@ -36,28 +37,69 @@ class ModelProto;
 
 namespace dp {
 
-/// A tensor that one device sends to others in the split model.
-struct CrossDeviceTensor {
+/// How the nodes of a placed model are cut into segments: runs of one
+/// device's nodes that can each run as a whole (one session), in an order
+/// in which every segment runs after the segments whose tensors it reads.
+///
+/// Every segment has a level, and every tensor that one segment makes and
+/// another reads goes from a lower level to a higher one, so the segments
+/// form a DAG and any order by level is a run order. Nodes are taken in
+/// topological order. A node on device d needs a segment on d whose level
+/// is above that of every other segment it reads from. It joins the lowest
+/// such segment on d; when there is none, d's latest segment is raised to
+/// the level needed if every segment that reads from it is above that
+/// level, and otherwise a new segment on d starts at that level, so each
+/// device's segments are created in level order. Then a node all of whose
+/// readers are in one other segment of its device, above every segment it
+/// reads from, moves there (constants, shape computations), and segments
+/// left empty are dropped. docs/emit.md says more.
+struct Segmentation {
+  /// By segment, in run order: ascending level, then device.
+  std::vector<unsigned> Device;
+  std::vector<unsigned> Level;
+  /// By node: the segment it runs in.
+  std::vector<unsigned> SegmentOf;
+
+  unsigned getNumSegments() const { return Device.size(); }
+};
+
+/// Cuts nodes into segments (see Segmentation). \p NodeDevices is the
+/// device of every node, \p Producers the nodes whose tensors each node
+/// reads; every producer must come before its reader.
+Segmentation computeSegments(llvm::ArrayRef<unsigned> NodeDevices,
+                             llvm::ArrayRef<std::vector<unsigned>> Producers);
+
+/// A tensor that one segment of a split model makes and others read.
+struct SegmentTensor {
   std::string Name;
   /// The node that produces it, by index in the model.
   unsigned ProducerNode = 0;
+  /// The segment that makes it, and the segments that read it, ascending.
   unsigned From = 0;
-  /// The devices that read it, ascending.
   llvm::SmallVector<unsigned, 2> To;
   /// Its size, when its type is static.
   llvm::Optional<uint64_t> Bytes;
 };
 
-/// One submodel per device that runs nodes, and what crosses between them.
+/// The model cut into segments (Segmentation), one submodel each, and the
+/// tensors that pass between them.
 struct SplitModel {
-  struct Part {
+  struct Segment {
     unsigned Device = 0;
+    /// Its position among its device's segments (0 for the first).
+    unsigned IndexOnDevice = 0;
+    /// Its nodes, by index in the model, in the order split() ran them:
+    /// the model's when its nodes are sorted (as ONNX wants), otherwise
+    /// the model's where the dataflow allows.
+    std::vector<unsigned> Nodes;
+    /// The segments whose tensors it reads, ascending; all before it.
+    llvm::SmallVector<unsigned, 4> After;
     std::unique_ptr<onnx::ModelProto> Model;
   };
-  /// By device.
-  std::vector<Part> Parts;
+  /// In run order.
+  std::vector<Segment> Segments;
   /// In the order the model's nodes produce them.
-  std::vector<CrossDeviceTensor> Transfers;
+  std::vector<SegmentTensor> Transfers;
 
   SplitModel();
   SplitModel(SplitModel &&);
@@ -85,16 +127,19 @@ public:
   /// (node name to device name, JSON) and `dp.cluster`.
   std::unique_ptr<onnx::ModelProto> makePlacedModel() const;
 
-  /// One submodel per device that runs nodes: its nodes in model order,
-  /// the initializers they read, graph inputs and tensors from other
-  /// devices as inputs, graph outputs and tensors for other devices as
-  /// outputs.
+  /// One submodel per segment (Segmentation): its nodes in model order,
+  /// the initializers they read, graph inputs and tensors from earlier
+  /// segments as inputs, graph outputs and tensors that other segments
+  /// read as outputs. Fails when a tensor that crosses segments has no
+  /// known type, or the model's nodes form a cycle.
   llvm::Expected<SplitModel> split() const;
 
 private:
   PlacedModel();
 
   const PlacedStep *S = nullptr;
+  /// The model's file, for errors.
+  std::string File;
   std::unique_ptr<onnx::ModelProto> Model;
   std::vector<std::string> NodeNames;
   std::vector<unsigned> NodeDevices;
@@ -108,9 +153,10 @@ llvm::Error checkONNXModel(const onnx::ModelProto &M, llvm::StringRef What);
 /// Writes \p M as binary protobuf.
 llvm::Error writeONNXModel(llvm::StringRef Path, const onnx::ModelProto &M);
 
-/// Writes the manifest of a split model: its parts (device, file, inputs,
-/// outputs) and the tensors that cross devices (name, producer node,
-/// devices, bytes, order). \p Files are the parts' file names.
+/// Writes the manifest of a split model: its segments in run order (index,
+/// device, file, nodes, inputs, outputs, the segments it runs after) and
+/// the tensors that cross segments (name, producer node, segments,
+/// devices, bytes, order). \p Files are the segments' file names.
 void writeSplitManifest(llvm::raw_ostream &OS, const PlacedStep &S,
                         const PlacedModel &PM, const SplitModel &Split,
                         llvm::ArrayRef<std::string> Files);
