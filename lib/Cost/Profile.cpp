@@ -7,12 +7,16 @@
 #include "dp/Cost/Profile.h"
 #include "dp/Support/Diagnostics.h"
 
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 
 #include <algorithm>
+#include <limits>
+#include <tuple>
 
 using namespace llvm;
 
@@ -50,8 +54,69 @@ static Error makeSyntaxError(StringRef File, Error E) {
   return makeFileError(File, Line, Column, "invalid JSON: " + Text);
 }
 
+/// The prefix of the autograd engine's event for one backward node.
+static constexpr StringLiteral BackwardPrefix =
+    "autograd::engine::evaluate_function: ";
+
+/// Slack for "ends within" on microsecond timestamps: Kineto writes three
+/// decimals, and ts + dur rounds in the last bit of a 12-digit number.
+static constexpr double NestingSlack = 5e-4;
+
+/// An ONNX Runtime profile is a list with "Node" and "Session" events; a
+/// Chrome trace in the JSON array format (PyTorch without Kineto) has
+/// neither, but has events with a "ph".
+static bool isONNXRuntimeProfile(const json::Array &Events) {
+  bool HasPhase = false;
+  for (const json::Value &V : Events) {
+    const json::Object *Event = V.getAsObject();
+    if (!Event)
+      continue;
+    Optional<StringRef> Cat = Event->getString("cat");
+    if (Cat && (*Cat == "Node" || *Cat == "Session"))
+      return true;
+    HasPhase |= Event->get("ph") != nullptr;
+  }
+  return !HasPhase;
+}
+
 namespace {
-/// Collects durations by name and reports errors at JSON paths.
+/// What an event of a Chrome trace is to the attribution of times.
+enum class TraceEventKind : uint8_t {
+  /// Any other host event: an aten op ("cpu_op"), a Python function, ...
+  Other,
+  /// A region named by record_function ("cat": "user_annotation").
+  Region,
+  /// One backward node run by the autograd engine
+  /// ("autograd::engine::evaluate_function: MmBackward0").
+  Backward,
+  /// A host call that launched GPU work ("cuda_runtime", "cuda_driver").
+  Launch,
+  /// GPU work: "kernel", "gpu_memcpy", "gpu_memset".
+  Device,
+  /// A region mirrored onto a GPU stream ("gpu_user_annotation").
+  DeviceRegion,
+};
+
+/// One complete event ("ph": "X") of a Chrome trace.
+struct TraceEvent {
+  StringRef Name;
+  /// Start and duration in microseconds.
+  double Start = 0, Dur = 0;
+  /// The event's (pid, tid), interned.
+  unsigned Thread = 0;
+  TraceEventKind Kind = TraceEventKind::Other;
+  /// Autograd's "Sequence number", or -1.
+  int64_t Seq = -1;
+  /// The CUDA "correlation" of a launch and the GPU work it launched, or -1.
+  int64_t Correlation = -1;
+
+  bool isHost() const {
+    return Kind != TraceEventKind::Device &&
+           Kind != TraceEventKind::DeviceRegion;
+  }
+};
+
+/// Collects times by name and reports errors at JSON paths.
 class ProfileReader {
 public:
   explicit ProfileReader(StringRef File) : File(File) {}
@@ -60,8 +125,8 @@ public:
     return makeFileError(File, 0, 0, "at " + Path + ": " + Msg);
   }
 
-  /// Reads "dur" (microseconds) of \p Event at \p Path for \p Name.
-  Error addEvent(const json::Object &Event, const Twine &Path, StringRef Name) {
+  /// The "dur" of \p Event at \p Path, in microseconds.
+  Expected<double> readDuration(const json::Object &Event, const Twine &Path) {
     const json::Value *Dur = Event.get("dur");
     if (!Dur)
       return error(Path, "the event has no \"dur\"");
@@ -69,8 +134,7 @@ public:
     if (!Micros || *Micros < 0)
       return error(Path + ".dur", "expected a non-negative number of "
                                   "microseconds");
-    Durations[Name].push_back(*Micros / 1e6);
-    return Error::success();
+    return *Micros;
   }
 
   Error readONNXRuntime(const json::Array &Events) {
@@ -90,33 +154,30 @@ public:
       // and "<node>_fence_after"; only the kernel time is the op's.
       if (!Name->consume_back("_kernel_time"))
         continue;
-      if (Error Err = addEvent(*Event, Path, *Name))
-        return Err;
+      Expected<double> Micros = readDuration(*Event, Path);
+      if (!Micros)
+        return Micros.takeError();
+      Durations[*Name].push_back(*Micros / 1e6);
     }
     return Error::success();
   }
 
-  Error readChromeTrace(const json::Value &Events) {
-    const json::Array *List = Events.getAsArray();
-    if (!List)
-      return error("traceEvents", "expected a list of events");
-    for (size_t I = 0, E = List->size(); I != E; ++I) {
-      std::string Path = ("traceEvents[" + Twine(I) + "]").str();
-      const json::Object *Event = (*List)[I].getAsObject();
-      if (!Event)
-        return error(Path, "expected an event object");
-      Optional<StringRef> Phase = Event->getString("ph");
-      if (!Phase || *Phase != "X")
-        continue;
-      const json::Value *NameV = Event->get("name");
-      Optional<StringRef> Name = NameV ? NameV->getAsString() : None;
-      if (!Name)
-        return error(Path + ".name", "expected a string");
-      if (Error Err = addEvent(*Event, Path, *Name))
+  /// Reads the events of a Chrome trace, \p Events at \p ListPath
+  /// ("traceEvents", or "" for the JSON array format), and attributes times.
+  Error readChromeTrace(const json::Array &Events, StringRef ListPath) {
+    for (size_t I = 0, E = Events.size(); I != E; ++I) {
+      std::string Path = (ListPath + "[" + Twine(I) + "]").str();
+      if (Error Err = readTraceEvent(Events[I], Path))
         return Err;
     }
-    return Error::success();
+    return attributeTrace();
   }
+
+  ProfileTimeKind getTimeKind() const {
+    return HasKernels ? ProfileTimeKind::Kernel : ProfileTimeKind::Event;
+  }
+
+  std::vector<std::string> takeNotes() { return std::move(Notes); }
 
   /// The median duration of every name.
   StringMap<double> takeMedians() {
@@ -133,10 +194,247 @@ public:
   bool empty() const { return Durations.empty(); }
 
 private:
+  /// Reads the integer \p Key of \p Args at \p Path into \p Out: -1 when
+  /// absent, negative or out of range (autograd writes UINT64_MAX for nodes
+  /// without a sequence number), an error when not a number.
+  Error readId(const json::Object *Args, StringRef Key, const Twine &Path,
+               int64_t &Out) {
+    Out = -1;
+    const json::Value *V = Args ? Args->get(Key) : nullptr;
+    if (!V)
+      return Error::success();
+    if (!V->getAsNumber())
+      return error(Path + ".args[\"" + Key + "\"]", "expected an integer");
+    // DenseMap keeps INT64_MAX (and INT64_MIN) for its own use.
+    Optional<int64_t> I = V->getAsInteger();
+    if (I && *I >= 0 && *I < std::numeric_limits<int64_t>::max())
+      Out = *I;
+    return Error::success();
+  }
+
+  Error readTraceEvent(const json::Value &Value, const std::string &Path) {
+    const json::Object *Event = Value.getAsObject();
+    if (!Event)
+      return error(Path, "expected an event object");
+    Optional<StringRef> Phase = Event->getString("ph");
+    if (!Phase || *Phase != "X")
+      return Error::success();
+    TraceEvent T;
+    const json::Value *NameV = Event->get("name");
+    Optional<StringRef> Name = NameV ? NameV->getAsString() : None;
+    if (!Name)
+      return error(Path + ".name", "expected a string");
+    T.Name = *Name;
+    Expected<double> Dur = readDuration(*Event, Path);
+    if (!Dur)
+      return Dur.takeError();
+    T.Dur = *Dur;
+    const json::Value *Ts = Event->get("ts");
+    if (!Ts)
+      return error(Path, "the event has no \"ts\"");
+    Optional<double> Start = Ts->getAsNumber();
+    if (!Start)
+      return error(Path + ".ts", "expected a number of microseconds");
+    T.Start = *Start;
+
+    // pid and tid are numbers or strings ("CPU functions", "Spans").
+    std::string Key;
+    raw_string_ostream OS(Key);
+    if (const json::Value *Pid = Event->get("pid"))
+      OS << *Pid;
+    OS << '/';
+    if (const json::Value *Tid = Event->get("tid"))
+      OS << *Tid;
+    T.Thread = Threads.try_emplace(OS.str(), Threads.size()).first->second;
+
+    const json::Value *ArgsV = Event->get("args");
+    const json::Object *Args = ArgsV ? ArgsV->getAsObject() : nullptr;
+    if (ArgsV && !Args)
+      return error(Path + ".args", "expected an object");
+    if (Error Err = readId(Args, "Sequence number", Path, T.Seq))
+      return Err;
+    if (Error Err = readId(Args, "correlation", Path, T.Correlation))
+      return Err;
+
+    StringRef Cat = Event->getString("cat").getValueOr("");
+    if (T.Name.startswith(BackwardPrefix))
+      T.Kind = TraceEventKind::Backward;
+    else if (Cat == "user_annotation")
+      T.Kind = TraceEventKind::Region;
+    else if (Cat == "cuda_runtime" || Cat == "cuda_driver")
+      T.Kind = TraceEventKind::Launch;
+    else if (Cat == "kernel" || Cat == "gpu_memcpy" || Cat == "gpu_memset")
+      T.Kind = TraceEventKind::Device;
+    else if (Cat == "gpu_user_annotation")
+      T.Kind = TraceEventKind::DeviceRegion;
+    if (Cat == "kernel")
+      HasKernels = true;
+    if (T.Kind == TraceEventKind::Device && T.Correlation < 0)
+      return error(Path + ".args", "the \"" + Cat +
+                                       "\" event has no \"correlation\" (the "
+                                       "link to its launch, which tells "
+                                       "which op ran it)");
+    Trace.push_back(T);
+    return Error::success();
+  }
+
+  /// Times every named event, and the backward of every region.
+  Error attributeTrace();
+
   StringRef File;
   StringMap<SmallVector<double, 1>> Durations;
+  std::vector<std::string> Notes;
+  std::vector<TraceEvent> Trace;
+  StringMap<unsigned> Threads;
+  bool HasKernels = false;
 };
 } // namespace
+
+Error ProfileReader::attributeTrace() {
+  const size_t N = Trace.size();
+  // Host events by thread, each before the events it encloses: then a
+  // stack finds every event's innermost enclosing event, its parent.
+  std::vector<unsigned> Order;
+  for (unsigned I = 0; I != N; ++I)
+    if (Trace[I].isHost())
+      Order.push_back(I);
+  llvm::sort(Order, [&](unsigned A, unsigned B) {
+    const TraceEvent &X = Trace[A], &Y = Trace[B];
+    return std::make_tuple(X.Thread, X.Start, -X.Dur, A) <
+           std::make_tuple(Y.Thread, Y.Start, -Y.Dur, B);
+  });
+  std::vector<int> Parent(N, -1);
+  SmallVector<unsigned, 16> Stack;
+  for (unsigned I : Order) {
+    const TraceEvent &E = Trace[I];
+    while (!Stack.empty()) {
+      const TraceEvent &P = Trace[Stack.back()];
+      if (P.Thread == E.Thread &&
+          E.Start + E.Dur <= P.Start + P.Dur + NestingSlack)
+        break;
+      Stack.pop_back();
+    }
+    if (!Stack.empty())
+      Parent[I] = int(Stack.back());
+    Stack.push_back(I);
+  }
+
+  // An event's time: its duration, or in a trace with kernels, the GPU
+  // work launched inside it, found by the launch's correlation.
+  std::vector<double> Time(N, 0);
+  if (HasKernels) {
+    DenseMap<int64_t, double> DeviceTime;
+    for (const TraceEvent &E : Trace)
+      if (E.Kind == TraceEventKind::Device)
+        DeviceTime[E.Correlation] += E.Dur;
+    bool Linked = false;
+    for (unsigned I : Order) {
+      const TraceEvent &E = Trace[I];
+      if (E.Kind != TraceEventKind::Launch || E.Correlation < 0)
+        continue;
+      auto It = DeviceTime.find(E.Correlation);
+      if (It == DeviceTime.end())
+        continue;
+      Time[I] = It->second;
+      Linked = true;
+    }
+    if (!Linked)
+      return makeFileError(
+          File, 0, 0,
+          "the trace has GPU kernels (\"cat\": \"kernel\") but no launch "
+          "(\"cat\": \"cuda_runtime\" or \"cuda_driver\") with the "
+          "\"correlation\" of any of them: cannot tell which op ran them");
+    // Children come after their parent in Order.
+    for (unsigned I : llvm::reverse(Order))
+      if (Parent[I] >= 0)
+        Time[Parent[I]] += Time[I];
+  } else {
+    for (unsigned I = 0; I != N; ++I)
+      Time[I] = Trace[I].Dur;
+  }
+  for (unsigned I = 0; I != N; ++I)
+    if (!HasKernels || Trace[I].isHost())
+      Durations[Trace[I].Name].push_back(Time[I] / 1e6);
+
+  // Backward. Autograd numbers the nodes it creates per forward thread;
+  // every op recorded with grad enabled carries the number of the next
+  // node, so the op that created node S is the last one to start with
+  // number S (a composite op like aten::matmul starts before the aten::mm
+  // that creates the node, and ops after it carry S + 1). The region
+  // around that op owns the node, and the node's backward events are the
+  // region's backward.
+  std::vector<int> Region(N, -1);
+  std::vector<bool> InBackward(N, false);
+  DenseMap<int64_t, unsigned> Creator;
+  for (unsigned I : Order) {
+    const TraceEvent &E = Trace[I];
+    int P = Parent[I];
+    Region[I] = E.Kind == TraceEventKind::Region ? int(I)
+                : P >= 0                         ? Region[P]
+                                                 : -1;
+    InBackward[I] =
+        E.Kind == TraceEventKind::Backward || (P >= 0 && InBackward[P]);
+    if (InBackward[I] || E.Seq < 0)
+      continue;
+    auto [It, New] = Creator.try_emplace(E.Seq, I);
+    if (!New && E.Start >= Trace[It->second].Start)
+      It->second = I;
+  }
+  auto Owner = [&](int64_t Seq) {
+    auto It = Creator.find(Seq);
+    return Seq < 0 || It == Creator.end() ? -1 : Region[It->second];
+  };
+
+  std::vector<double> BackwardTime(N, 0);
+  std::vector<bool> HasBackward(N, false);
+  unsigned NumBackward = 0, NumNumbered = 0, NumAttributed = 0;
+  bool HasRegions = false;
+  for (unsigned I : Order) {
+    const TraceEvent &E = Trace[I];
+    HasRegions |= E.Kind == TraceEventKind::Region;
+    if (E.Kind != TraceEventKind::Backward)
+      continue;
+    ++NumBackward;
+    NumNumbered += E.Seq >= 0;
+    int R = Owner(E.Seq);
+    if (R < 0)
+      continue;
+    ++NumAttributed;
+    // Count a node run inside another node of the same region once
+    // (reentrant backward, e.g. checkpointing).
+    bool Nested = false;
+    for (int P = Parent[I]; P >= 0 && !Nested; P = Parent[P])
+      Nested =
+          Trace[P].Kind == TraceEventKind::Backward && Owner(Trace[P].Seq) == R;
+    if (Nested)
+      continue;
+    BackwardTime[R] += Time[I];
+    HasBackward[R] = true;
+  }
+  if (NumBackward && !NumAttributed) {
+    if (!NumNumbered)
+      Notes.push_back("the trace's backward events (" + BackwardPrefix.str() +
+                      "...) have no \"Sequence number\" (a profiler without "
+                      "Kineto?): backward ops keep their estimates");
+    else if (!HasRegions)
+      Notes.push_back("the trace has no regions (\"cat\": "
+                      "\"user_annotation\") to attribute backward events "
+                      "to: backward ops keep their estimates");
+    else
+      Notes.push_back("no op inside a region (\"cat\": \"user_annotation\") "
+                      "carries the \"Sequence number\" of a backward event: "
+                      "backward ops keep their estimates");
+  }
+
+  // "<region>/grad", unless the trace names such events itself.
+  StringMap<SmallVector<double, 1>> Derived;
+  for (unsigned I : Order)
+    if (HasBackward[I])
+      Derived[(Trace[I].Name + "/grad").str()].push_back(BackwardTime[I] / 1e6);
+  for (auto &KV : Derived)
+    Durations.try_emplace(KV.getKey(), std::move(KV.getValue()));
+  return Error::success();
+}
 
 Expected<OpProfile> OpProfile::parse(MemoryBufferRef Buffer) {
   StringRef File = Buffer.getBufferIdentifier();
@@ -146,13 +444,21 @@ Expected<OpProfile> OpProfile::parse(MemoryBufferRef Buffer) {
   OpProfile P;
   ProfileReader Reader(File);
   if (const json::Array *Events = Root->getAsArray()) {
-    P.Format = ProfileFormatKind::ONNXRuntime;
-    if (Error E = Reader.readONNXRuntime(*Events))
-      return std::move(E);
+    if (isONNXRuntimeProfile(*Events)) {
+      if (Error E = Reader.readONNXRuntime(*Events))
+        return std::move(E);
+    } else {
+      P.Format = ProfileFormatKind::ChromeTrace;
+      if (Error E = Reader.readChromeTrace(*Events, ""))
+        return std::move(E);
+    }
   } else if (const json::Object *Obj = Root->getAsObject();
              Obj && Obj->get("traceEvents")) {
     P.Format = ProfileFormatKind::ChromeTrace;
-    if (Error E = Reader.readChromeTrace(*Obj->get("traceEvents")))
+    const json::Array *Events = Obj->get("traceEvents")->getAsArray();
+    if (!Events)
+      return Reader.error("traceEvents", "expected a list of events");
+    if (Error E = Reader.readChromeTrace(*Events, "traceEvents"))
       return std::move(E);
   } else {
     return makeFileError(File, 0, 0,
@@ -167,6 +473,8 @@ Expected<OpProfile> OpProfile::parse(MemoryBufferRef Buffer) {
               "\"<node>_kernel_time\")"
             : "no op times in the trace (expected events with \"ph\": "
               "\"X\")");
+  P.TimeKind = Reader.getTimeKind();
+  P.Notes = Reader.takeNotes();
   P.Seconds = Reader.takeMedians();
   return std::move(P);
 }

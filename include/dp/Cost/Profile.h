@@ -10,40 +10,69 @@
 /// - ONNX Runtime's profiling JSON: a list of events; those with
 ///   "cat": "Node" and a "name" of the form "<node name>_kernel_time" give
 ///   the node's time in "dur" (microseconds).
-/// - Chrome traces such as PyTorch profiler exports: an object whose
-///   "traceEvents" list holds complete events ("ph": "X") with a "name"
-///   and a "dur" in microseconds.
+/// - Chrome traces such as torch.profiler's export_chrome_trace: an object
+///   whose "traceEvents" list holds the events, or a bare list of them;
+///   complete events ("ph": "X") with a "name", a "ts" and a "dur" in
+///   microseconds give the time of their name.
+///
+/// Chrome traces from PyTorch also give backward times: the forward ops
+/// inside a region ("cat": "user_annotation", from record_function("N"))
+/// that created autograd nodes carry the nodes' "Sequence number"; the
+/// autograd engine's events "autograd::engine::evaluate_function: ..." that
+/// carry the same numbers are the region's backward, and their time is that
+/// of "N/grad". A trace with GPU kernels ("cat": "kernel") times every
+/// event by the kernels it launched (linked by "correlation") instead of by
+/// its own duration.
 ///
 /// A name seen several times (several profiled runs) gets the median of its
-/// durations. Errors name the file and the JSON path of the bad value.
+/// times. Errors name the file and the JSON path of the bad value.
 ///
 //===----------------------------------------------------------------------===//
 
 #ifndef DP_COST_PROFILE_H
 #define DP_COST_PROFILE_H
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/Optional.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/MemoryBufferRef.h"
 
+#include <string>
+#include <vector>
+
 namespace dp {
 
 enum class ProfileFormatKind : uint8_t {
   /// ONNX Runtime's profiling JSON.
   ONNXRuntime,
-  /// A Chrome trace ({"traceEvents": [...]}), e.g. from PyTorch.
+  /// A Chrome trace ({"traceEvents": [...]} or a list of trace events),
+  /// e.g. from PyTorch.
   ChromeTrace,
+};
+
+/// What the times of a profile measure.
+enum class ProfileTimeKind : uint8_t {
+  /// The durations of the named events: host time for a PyTorch trace
+  /// without GPU kernels, the kernel time ONNX Runtime measured.
+  Event,
+  /// The summed durations of the GPU work (kernels, copies, memsets) that
+  /// the named events launched.
+  Kernel,
 };
 
 /// Times by op name.
 class OpProfile {
 public:
   ProfileFormatKind getFormat() const { return Format; }
+  ProfileTimeKind getTimeKind() const { return TimeKind; }
   /// The time of \p Name in seconds, or None if the profile lacks it.
   llvm::Optional<double> lookup(llvm::StringRef Name) const;
   size_t size() const { return Seconds.size(); }
+  /// Why parts of the profile were not used (e.g. backward events that
+  /// cannot be attributed); empty when all of it was.
+  llvm::ArrayRef<std::string> getNotes() const { return Notes; }
 
   /// Parses \p Buffer; errors are located in its identifier.
   static llvm::Expected<OpProfile> parse(llvm::MemoryBufferRef Buffer);
@@ -52,7 +81,9 @@ public:
 
 private:
   ProfileFormatKind Format = ProfileFormatKind::ONNXRuntime;
+  ProfileTimeKind TimeKind = ProfileTimeKind::Event;
   llvm::StringMap<double> Seconds;
+  std::vector<std::string> Notes;
 };
 
 } // namespace dp
