@@ -225,6 +225,10 @@ Error CostAnnotatePass::run(Graph &G, PassContext &Ctx) {
       Optional<double> P = Profile->lookup(TheOp.Name);
       if (!P && !TheOp.SourceName.empty())
         P = Profile->lookup(TheOp.SourceName);
+      // A trace names a backward op after its forward op's region, which
+      // may bear the forward op's ONNX node name.
+      if (!P && Forward != NoId && !G.getOp(Forward).SourceName.empty())
+        P = Profile->lookup((G.getOp(Forward).SourceName + "/grad").str());
       if (P) {
         T[ProfileType] = *P;
         Sources[O] = SourceKind::Profile;
@@ -258,13 +262,16 @@ Error CostAnnotatePass::run(Graph &G, PassContext &Ctx) {
   GA.set("cluster", Attribute::getString(C.getName().str()));
   if (Profile)
     GA.set("profile_unmatched", Attribute::getInt(int64_t(Unmatched)));
-  if (Measurer) {
-    std::string Notes = join(Measurer->getNotes(), "; ");
-    if (!Notes.empty())
-      GA.set("cost_note", Attribute::getString(std::move(Notes)));
+  SmallVector<std::string, 2> GraphNotes;
+  if (Profile)
+    GraphNotes.append(Profile->getNotes().begin(), Profile->getNotes().end());
+  if (Measurer)
+    GraphNotes.append(Measurer->getNotes().begin(), Measurer->getNotes().end());
+  if (!GraphNotes.empty())
+    GA.set("cost_note", Attribute::getString(join(GraphNotes, "; ")));
+  if (Measurer)
     if (Error E = Measurer->saveCache())
       return E;
-  }
   return Error::success();
 }
 
