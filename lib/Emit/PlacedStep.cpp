@@ -8,6 +8,8 @@
 #include "dp/Support/Diagnostics.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
@@ -176,18 +178,161 @@ struct ModuleNode {
 };
 } // namespace
 
+/// When \p Scope is "<name>_<N>", the name torch.onnx.export gives the
+/// (N+1)th call of module <name>, returns <name>.
+static Optional<StringRef> getCallSiteBase(StringRef Scope) {
+  size_t Underscore = Scope.rfind('_');
+  if (Underscore == StringRef::npos || Underscore == 0 ||
+      Underscore + 1 == Scope.size() ||
+      !all_of(Scope.drop_front(Underscore + 1), isDigit))
+    return None;
+  return Scope.take_front(Underscore);
+}
+
+/// Whether \p Name reads as a state_dict key: dotted identifiers, at least
+/// two of them ("layer1.0.bn1.weight"; not "onnx::Conv_7" or "/x/Constant").
+static bool isStateDictKey(StringRef Name) {
+  if (!Name.contains('.'))
+    return false;
+  SmallVector<StringRef, 8> Parts;
+  Name.split(Parts, '.');
+  return all_of(Parts, [](StringRef P) {
+    return !P.empty() &&
+           all_of(P, [](char Ch) { return isAlnum(Ch) || Ch == '_'; });
+  });
+}
+
+/// Adds \p Path and every module above it to \p Scopes.
+static void addScopes(StringSet<> &Scopes, StringRef Path) {
+  for (size_t Dot = Path.find('.'); Dot != StringRef::npos;
+       Dot = Path.find('.', Dot + 1))
+    Scopes.insert(Path.take_front(Dot));
+  Scopes.insert(Path);
+}
+
+namespace {
+/// Maps the module paths of node names to modules: a call-site scope
+/// "<name>_<N>" is module "<name>" when the model also has scope "<name>"
+/// under the same parent and no parameter is named under "<name>_<N>".
+class ModulePaths {
+public:
+  explicit ModulePaths(const PlacedStep &S) {
+    for (TensorId W : S.G->getWeights()) {
+      StringRef Name = S.G->getTensor(W).Name;
+      if (isStateDictKey(Name))
+        addScopes(ParamScopes, Name.rsplit('.').first);
+    }
+    for (StringRef Origin : S.Origin)
+      if (!Origin.empty())
+        addScopes(Scopes, getRaw(Origin));
+  }
+
+  /// The module of node \p NodeName.
+  StringRef get(StringRef NodeName) {
+    auto [It, New] = ByNode.try_emplace(NodeName);
+    if (!New)
+      return It->second;
+    StringRef Raw = getRaw(NodeName);
+    std::string Path;
+    if (!Raw.empty()) {
+      SmallVector<StringRef, 8> Parts;
+      Raw.split(Parts, '.');
+      for (StringRef P : Parts) {
+        std::string Here = Path.empty() ? P.str() : Path + "." + P.str();
+        if (Optional<StringRef> Base = getCallSiteBase(P)) {
+          std::string Called =
+              Path.empty() ? Base->str() : Path + "." + Base->str();
+          if (Scopes.contains(Called) && !ParamScopes.contains(Here))
+            Here = std::move(Called);
+        }
+        Path = std::move(Here);
+      }
+    }
+    It->second = std::move(Path);
+    return It->second;
+  }
+
+private:
+  StringRef getRaw(StringRef NodeName) {
+    auto [It, New] = RawByNode.try_emplace(NodeName);
+    if (New)
+      It->second = getModulePath(NodeName);
+    return It->second;
+  }
+
+  StringMap<std::string> RawByNode, ByNode;
+  /// Every module path of a node, and every module above one.
+  StringSet<> Scopes;
+  /// Every module that holds a parameter, and every module above one.
+  StringSet<> ParamScopes;
+};
+} // namespace
+
+/// Adds to \p Map the parameters that no listed module covers (their
+/// modules have no node, or only nodes outside them read them): the
+/// parameter's module, or the parameter itself when a listed module is
+/// inside its module, goes to the device of its first reader's node.
+static void coverParameters(const PlacedStep &S, DeviceMap &Map) {
+  StringSet<> Listed, Above;
+  bool Root = false;
+  auto List = [&](StringRef Key) {
+    Listed.insert(Key);
+    Root |= Key.empty();
+    for (size_t Dot = Key.find('.'); Dot != StringRef::npos;
+         Dot = Key.find('.', Dot + 1))
+      Above.insert(Key.take_front(Dot));
+  };
+  for (const DeviceMap::Entry &E : Map.Entries)
+    List(E.Module);
+  auto IsCovered = [&](StringRef Name) {
+    if (Root || Listed.contains(Name))
+      return true;
+    for (size_t Dot = Name.find('.'); Dot != StringRef::npos;
+         Dot = Name.find('.', Dot + 1))
+      if (Listed.contains(Name.take_front(Dot)))
+        return true;
+    return false;
+  };
+  const Graph &G = *S.G;
+  for (TensorId W : G.getWeights()) {
+    const Tensor &T = G.getTensor(W);
+    if (!isStateDictKey(T.Name) || T.Uses.empty() || IsCovered(T.Name))
+      continue;
+    OpId Reader = T.Uses.front().User;
+    StringRef Node = S.Origin[Reader];
+    // A weight named after its reader node, "<node's module>.<node's own
+    // name>.<input>" (the bundled models name the weights that constant
+    // folding made so, "...query.MatMul.B"), is no parameter of the torch
+    // model, and "...query.MatMul" no module.
+    std::string ReaderPrefix = getModulePath(Node);
+    ReaderPrefix += (ReaderPrefix.empty() ? "" : ".") +
+                    Node.substr(Node.rfind('/') + 1).str() + ".";
+    if (!Node.empty() && T.Name.startswith(ReaderPrefix))
+      continue;
+    unsigned Dev = S.Placement[Reader];
+    auto It = S.NodeIndex.find(Node);
+    if (!Node.empty() && It != S.NodeIndex.end())
+      Dev = S.Nodes[It->second].Device;
+    StringRef Module = T.Name.rsplit('.').first;
+    StringRef Key = Above.contains(Module) ? T.Name : Module;
+    Map.Entries.push_back({Key.str(), Dev});
+    List(Key);
+  }
+}
+
 DeviceMap computeDeviceMap(const PlacedStep &S) {
   const Cluster &C = *S.C;
   unsigned D = C.getNumDevices();
+  ModulePaths Modules(S);
   std::vector<ModuleNode> Tree(1);
   Tree[0].Time.assign(D, 0);
   for (OpId O = 0, E = S.G->getNumOps(); O != E; ++O) {
     if (S.Origin[O].empty())
       continue; // Not part of the user's model (the loss).
-    std::string Path = getModulePath(S.Origin[O]);
+    StringRef Path = Modules.get(S.Origin[O]);
     SmallVector<StringRef, 8> Parts;
     if (!Path.empty())
-      StringRef(Path).split(Parts, '.');
+      Path.split(Parts, '.');
     unsigned Cur = 0;
     auto Add = [&](unsigned M) {
       Tree[M].Time[S.Placement[O]] += S.OpTime[O];
@@ -262,6 +407,7 @@ DeviceMap computeDeviceMap(const PlacedStep &S) {
                            "; the device_map puts it on " +
                            C.getDevices()[Best].Name);
   }
+  coverParameters(S, Map);
   return Map;
 }
 

@@ -96,15 +96,28 @@ std::string getModulePath(llvm::StringRef NodeName);
 /// A device_map for accelerate and transformers: module path to a CUDA
 /// device index (the device's position among the cluster's GPUs), "cpu",
 /// or the device name for other kinds.
+///
+/// Module paths are those of getModulePath, but for torch's call-site
+/// scopes: the second call of module "relu" is scoped "relu_1", and
+/// "<name>_<N>" counts as module "<name>" when the model also has scope
+/// "<name>" under the same parent and no parameter (an initializer named
+/// like a state_dict key, "a.b.weight") is named under "<name>_<N>".
 struct DeviceMap {
   struct Entry {
+    /// A module path, or a parameter's name.
     std::string Module;
     unsigned Device;
   };
   /// Modules that do not overlap, in the order of their first op: every
   /// module whose compute runs on one device, at the outermost level
   /// where that holds; a module that is split and has no submodules goes
-  /// where most of its compute runs.
+  /// where most of its compute runs. Then, in initializer order, every
+  /// parameter that none of those covers (its module has no node, or
+  /// only nodes that the listed modules leave out) with the device of
+  /// the node that reads it first: its module, or the parameter itself
+  /// when a listed module is inside its module. A weight named after the
+  /// node that reads it ("<module>.MatMul.B" read by "/<scopes>/MatMul")
+  /// is no parameter.
   std::vector<Entry> Entries;
   /// One line per module that had to be split that way.
   std::vector<std::string> Warnings;
