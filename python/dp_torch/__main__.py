@@ -16,8 +16,8 @@ import numpy as np
 import torch
 
 from .graph import PlacedGraph, RuntimeError_
-from .module import (Optimizer, PlacedModule, loss_of, make_inputs,
-                     parse_device_map, synchronize, train_step)
+from .module import (Optimizer, PlacedModule, as_tensor, loss_of,
+                     make_inputs, parse_device_map, synchronize, train_step)
 
 PROG = "dp_torch"
 
@@ -368,7 +368,7 @@ def run_rank(args):
 def _run_rank_steps(args, graph, runner, rank, world, dist):
     given = load_inputs(args.inputs)
     arrays = make_inputs(graph, args.seed, given)
-    feeds = {n: torch.from_numpy(np.ascontiguousarray(a))
+    feeds = {n: as_tensor(a)
              for n, a in arrays.items()}
     optimizer = Optimizer(args.optimizer, lr=args.lr) if args.train else None
     devices = [runner.torch_device]

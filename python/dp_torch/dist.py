@@ -83,7 +83,18 @@ def make_segments(graph):
         for t in node.outputs:
             if t:
                 seg_of[t] = cur
-    assert all(not (s.reach >> s.index) for s in segs), "segments not a DAG"
+    assert all(not (s.reach >> s.index & 1) for s in segs), "a cycle"
+    # A segment still open can take a node that reads a segment made after
+    # it, so creation order need not be topological: sort the DAG (by
+    # creation order among the ready ones) and renumber.
+    deps = [set() for _ in segs]
+    for seg in segs:
+        for node in seg.nodes:
+            for t in node.inputs:
+                p = seg_of.get(t)
+                if p is not None and p != seg.index:
+                    deps[seg.index].add(p)
+    segs, seg_of = _sorted_segments(segs, deps, seg_of)
     outputs = set(graph.outputs)
     for seg in segs:
         made, read = set(), []
@@ -102,6 +113,32 @@ def make_segments(graph):
         made = [t for n in seg.nodes for t in n.outputs if t]
         seg.outputs = [t for t in made if t in readers or t in outputs]
     return segs, seg_of, readers
+
+
+def _sorted_segments(segs, deps, seg_of):
+    import heapq
+    users = [[] for _ in segs]
+    indeg = [len(d) for d in deps]
+    for i, d in enumerate(deps):
+        for p in d:
+            users[p].append(i)
+    ready = [i for i in range(len(segs)) if not indeg[i]]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        i = heapq.heappop(ready)
+        order.append(i)
+        for u in users[i]:
+            indeg[u] -= 1
+            if not indeg[u]:
+                heapq.heappush(ready, u)
+    assert len(order) == len(segs), "segments not a DAG"
+    new_index = {old: new for new, old in enumerate(order)}
+    out = [segs[i] for i in order]
+    for seg in out:
+        seg.index = new_index[seg.index]
+        seg.reach = 0
+    return out, {t: new_index[i] for t, i in seg_of.items()}
 
 
 class DistRunner:
@@ -217,7 +254,7 @@ class DistRunner:
 
     def _send(self, t, dst, value, grad=False):
         tag = self._tag(t, dst, grad)
-        if not grad and t not in self.sent_heads:
+        if not grad and (t, dst) not in self.sent_heads:
             # The first time: the shape and type, so that the receiver
             # can allocate the buffer.
             head = torch.zeros(10, dtype=torch.int64)
@@ -226,7 +263,7 @@ class DistRunner:
             if value.dim():
                 head[2:2 + value.dim()] = torch.tensor(list(value.shape))
             self._isend(head, dst, tag + 2 * self.num_messages, count=False)
-            self.sent_heads.add(t)
+            self.sent_heads.add((t, dst))
         self._isend(value, dst, tag)
 
     def _receive(self, t):

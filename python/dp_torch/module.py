@@ -19,6 +19,12 @@ from .ops import OpError, run_kernel
 FLOAT_TYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
 
+def as_tensor(array):
+    """A tensor with its own copy of a numpy array (0-d arrays stay 0-d,
+    which np.ascontiguousarray does not keep)."""
+    return torch.from_numpy(np.array(array, copy=True, order="C"))
+
+
 def parse_device_map(text):
     """'gpu:0=cpu,gpu:1=cuda:1' -> {'gpu:0': 'cpu', 'gpu:1': 'cuda:1'}."""
     mapping = {}
@@ -135,7 +141,7 @@ class PlacedModule(torch.nn.Module):
             if only_device is not None and s.device != only_device:
                 continue
             dev = self.torch_devices[s.device]
-            t = torch.from_numpy(np.ascontiguousarray(s.data)).to(dev)
+            t = as_tensor(s.data).to(dev)
             if t.dtype in FLOAT_TYPES:
                 p = torch.nn.Parameter(t)
                 attr = "w%d" % index
@@ -149,9 +155,8 @@ class PlacedModule(torch.nn.Module):
             if only_device is not None and node.device != only_device:
                 continue
             if node.constant is not None:
-                self._constants[node.name] = torch.from_numpy(
-                    np.ascontiguousarray(node.constant)).to(
-                        self.torch_devices[node.device])
+                self._constants[node.name] = as_tensor(
+                    node.constant).to(self.torch_devices[node.device])
         # Bytes sent between dp devices in the last forward, per pair.
         self.sent_bytes = {}
 
@@ -187,7 +192,7 @@ class PlacedModule(torch.nn.Module):
         for n in names:
             t = feeds[n]
             if not isinstance(t, torch.Tensor):
-                t = torch.from_numpy(np.ascontiguousarray(t))
+                t = as_tensor(t)
             src = self.graph.sources[n]
             if src.device is not None:
                 t = t.to(self.torch_devices[src.device])
