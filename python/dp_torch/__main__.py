@@ -199,14 +199,20 @@ def summarize(times):
             "max": max(times), "all": times}
 
 
-def profile_steps(step, devices, count, path):
+def profile_steps(step, devices, count, path, module):
+    """Profiles count more steps, each node's forward a region named as
+    the node and its backward one named '<node>/grad'."""
     activities = [torch.profiler.ProfilerActivity.CPU]
     if any(d.type == "cuda" for d in devices):
         activities.append(torch.profiler.ProfilerActivity.CUDA)
-    with torch.profiler.profile(activities=activities) as prof:
-        for _ in range(count):
-            step()
-        synchronize(devices)
+    module.mark_backward = True
+    try:
+        with torch.profiler.profile(activities=activities) as prof:
+            for _ in range(count):
+                step()
+            synchronize(devices)
+    finally:
+        module.mark_backward = False
     tmp = path + ".tmp"
     prof.export_chrome_trace(tmp)
     os.replace(tmp, path)
@@ -261,7 +267,8 @@ def run_single(args):
             torch.cuda.reset_peak_memory_stats(d)
     times = _timed(step, devices, args.steps, args.warmup)
     if args.profile:
-        profile_steps(step, devices, args.profile_steps, args.profile)
+        profile_steps(step, devices, args.profile_steps, args.profile,
+                      module)
     if args.outputs:
         write_npz(args.outputs, {n: t.detach().cpu().numpy()
                                  for n, t in first["outputs"].items()})
@@ -408,7 +415,8 @@ def _run_rank_steps(args, graph, runner, rank, world, dist):
     if args.profile:
         root, ext = os.path.splitext(args.profile)
         profile_steps(step, devices, args.profile_steps,
-                      "%s.rank%d%s" % (root, rank, ext or ".json"))
+                      "%s.rank%d%s" % (root, rank, ext or ".json"),
+                      runner.module)
     # Everything the report needs, gathered on rank 0.
     loss = state.get("loss")
     total = torch.tensor([float(loss) if loss is not None else 0.0],

@@ -157,6 +157,8 @@ class PlacedModule(torch.nn.Module):
             if node.constant is not None:
                 self._constants[node.name] = as_tensor(
                     node.constant).to(self.torch_devices[node.device])
+        # Name each node's backward in profiles (see _run_node_marked).
+        self.mark_backward = False
         # Bytes sent between dp devices in the last forward, per pair.
         self.sent_bytes = {}
 
@@ -253,6 +255,41 @@ class PlacedModule(torch.nn.Module):
         return env
 
     def run_node(self, node, args):
+        if self.mark_backward and torch.is_grad_enabled() and any(
+                isinstance(a, torch.Tensor) and a.requires_grad
+                for a in args):
+            return self._run_node_marked(node, args)
+        return self._run_node(node, args)
+
+    def _run_node_marked(self, node, args):
+        """Runs node with its backward named '<node>/grad' in profiles.
+
+        Torch without Kineto (Debian's 1.13) records no autograd sequence
+        numbers, so a profile cannot tie backward kernels to their forward
+        op; two pass-through autograd functions around the node open a
+        region when the gradients of its outputs arrive and close it when
+        those of its inputs are made.
+        """
+        idx = [i for i, a in enumerate(args)
+               if isinstance(a, torch.Tensor) and a.requires_grad]
+        box = {}
+        marked = _BackwardEnd.apply(box, *[args[i] for i in idx])
+        args = list(args)
+        for i, t in zip(idx, marked):
+            args[i] = t
+        outs = self._run_node(node, args)
+        grads = [i for i, o in enumerate(outs)
+                 if isinstance(o, torch.Tensor) and o.requires_grad]
+        if not grads:
+            return outs
+        begun = _BackwardBegin.apply(box, node.name + "/grad",
+                                     *[outs[i] for i in grads])
+        outs = list(outs)
+        for i, t in zip(grads, begun):
+            outs[i] = t
+        return outs
+
+    def _run_node(self, node, args):
         ctx = (torch.profiler.record_function(node.name)
                if self.profile_names else contextlib.nullcontext())
         with ctx:
@@ -268,6 +305,42 @@ class PlacedModule(torch.nn.Module):
                 raise RuntimeError_("node '%s': error: %s failed: %s"
                                     % (node.name, node.op_type, e))
         return outs
+
+
+class _BackwardBegin(torch.autograd.Function):
+    """Identity forward; its backward opens the region of the node's
+    backward (it runs first: the node's outputs pass through it)."""
+
+    @staticmethod
+    def forward(ctx, box, name, *outs):
+        ctx.set_materialize_grads(False)
+        ctx.box, ctx.name = box, name
+        return tuple(o.view_as(o) for o in outs)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        region = torch.profiler.record_function(ctx.name)
+        region.__enter__()
+        ctx.box["region"] = region
+        return (None, None) + grads
+
+
+class _BackwardEnd(torch.autograd.Function):
+    """Identity forward on the node's inputs; its backward closes the
+    region (it runs once the gradients of every input are made)."""
+
+    @staticmethod
+    def forward(ctx, box, *ins):
+        ctx.set_materialize_grads(False)
+        ctx.box = box
+        return tuple(i.view_as(i) for i in ins)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        region = ctx.box.pop("region", None)
+        if region is not None:
+            region.__exit__(None, None, None)
+        return (None,) + grads
 
 
 def load(path, device_map=None, seed=0, require_weights=False):
