@@ -549,7 +549,8 @@ def replace_section(name, body):
         f.write(text)
 
 
-SECTION_ORDER = ["bench quality", "bench papers", "bench curves",
+SECTION_ORDER = ["bench quality", "bench validate", "bench papers",
+                 "bench curves",
                  "bench generalize", "bench speed", "bench runs"]
 
 
@@ -1433,6 +1434,10 @@ def doc_runs(command):
 
 
 def main():
+    if sys.argv[1:2] == ["validate"]:
+        # Simulated against measured: bench/validate.py.
+        import validate
+        return validate.main(sys.argv[2:])
     ap = argparse.ArgumentParser(
         description=__doc__.splitlines()[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -111,17 +111,33 @@ class InceptionV3WithAux(torchvision.models.Inception3):
         return x, aux
 
 
+# The papers' input sizes, and the smaller ones of --size validation: the
+# same networks (every layer and width kept) at batch and sequence sizes
+# whose training step takes seconds on one CPU core, so that
+# bench/validate.py can run each model many times. The rule, fixed before
+# any measurement: CNNs at batch 1 (Inception-V3) or 2 (ResNet-50) at the
+# papers' resolution; sequence models at batch 8 (NMT, hidden 1024) or 16
+# (GNMT-4, hidden 256) over 20 steps; BERT-Base at batch 1 over 128 tokens.
+SIZES = {
+    "paper": {"inception_v3": 1, "resnet50": 32, "gnmt4": (256, 50),
+              "nmt2": (128, 50), "nmt4": (128, 50), "bert_base": (24, 384)},
+    "validation": {"inception_v3": 1, "resnet50": 2, "gnmt4": (16, 20),
+                   "nmt2": (8, 20), "nmt4": (8, 20), "bert_base": (1, 128)},
+}
+SIZE = SIZES["paper"]
+
+
 def build_inception_v3():
     model = InceptionV3WithAux(
         num_classes=1000, aux_logits=True, transform_input=False, init_weights=True
     )
-    x = torch.randn(1, 3, 299, 299)
+    x = torch.randn(SIZE["inception_v3"], 3, 299, 299)
     return model, (x,), ["input"], ["logits", "aux_logits"]
 
 
 def build_resnet50():
     model = torchvision.models.resnet50(weights=None)
-    x = torch.randn(32, 3, 224, 224)
+    x = torch.randn(SIZE["resnet50"], 3, 224, 224)
     return model, (x,), ["input"], ["logits"]
 
 
@@ -283,17 +299,20 @@ def seq2seq_inputs(vocab, length, batch):
 
 def build_gnmt4():
     model = GNMT(vocab=32000, hidden=256, layers=4)
-    return model, seq2seq_inputs(32000, 50, 256), ["src", "tgt"], ["log_probs"]
+    batch, length = SIZE["gnmt4"]
+    return model, seq2seq_inputs(32000, length, batch), ["src", "tgt"], ["log_probs"]
 
 
 def build_nmt2():
     model = NMT(vocab=30000, hidden=1024, layers=2)
-    return model, seq2seq_inputs(30000, 50, 128), ["src", "tgt"], ["log_probs"]
+    batch, length = SIZE["nmt2"]
+    return model, seq2seq_inputs(30000, length, batch), ["src", "tgt"], ["log_probs"]
 
 
 def build_nmt4():
     model = NMT(vocab=30000, hidden=1024, layers=4)
-    return model, seq2seq_inputs(30000, 50, 128), ["src", "tgt"], ["log_probs"]
+    batch, length = SIZE["nmt4"]
+    return model, seq2seq_inputs(30000, length, batch), ["src", "tgt"], ["log_probs"]
 
 
 # ---------------------------------------------------------------------------
@@ -446,7 +465,7 @@ class BertForQuestionAnswering(nn.Module):
 
 def build_bert_base():
     c = BertConfig()
-    batch, seq = 24, 384
+    batch, seq = SIZE["bert_base"]
     input_ids = torch.randint(0, c.vocab_size, (batch, seq), dtype=torch.int64)
     token_type_ids = torch.cat(
         [torch.zeros(batch, seq // 2, dtype=torch.int64), torch.ones(batch, seq - seq // 2, dtype=torch.int64)],
@@ -698,7 +717,12 @@ def main():
                         help="output directory (default: models/ of this repository)")
     parser.add_argument("--only", nargs="+", choices=sorted(MODELS), metavar="NAME",
                         help="export only these models: " + ", ".join(MODELS))
+    parser.add_argument("--size", choices=sorted(SIZES), default="paper",
+                        help="input sizes: the papers' (default), or the smaller ones of "
+                        "bench/validate.py (see SIZES)")
     args = parser.parse_args()
+    global SIZE
+    SIZE = SIZES[args.size]
 
     # torch.onnx's advice about batch sizes, constant folding in PRESERVE mode
     # and prim::Constant shape inference does not apply here: every shape is

@@ -76,6 +76,13 @@ def make_parser():
     r.add_argument("--backend", choices=["gloo", "nccl"], default=None)
     r.add_argument("--timeout", type=float, default=300.0,
                    help="seconds a rank waits for another before failing")
+    h = sub.add_parser("host-cluster", help="describe this machine as K "
+                       "one-core CPU workers, links measured")
+    h.add_argument("--workers", type=int, default=2)
+    h.add_argument("--out", help="the cluster JSON (default: standard "
+                   "output)")
+    h.add_argument("--rounds", type=int, default=20,
+                   help="ping-pongs per message size")
     return p
 
 
@@ -87,6 +94,9 @@ def fail(message):
 def main(argv=None):
     warnings.formatwarning = _formatwarning
     args = make_parser().parse_args(argv)
+    if args.command == "host-cluster":
+        from . import hostcluster
+        return hostcluster.main(args)
     for name in ("steps", "profile_steps"):
         if getattr(args, name) < 1:
             return fail("error: --%s must be at least 1"

@@ -1,0 +1,192 @@
+"""This machine as a dp cluster: K CPU workers, one core each, with the
+link between workers measured on the runtime's own transfers.
+
+    python3 -m dp_torch host-cluster --workers 2 --out host2.json
+
+Each worker is one rank of the runtime with one intra-op thread, so the
+simulator and the runtime see the same cluster: K devices `cpu:0` ..
+`cpu:K-1` of one type `host-core`, joined pairwise by links whose latency
+and bandwidth are fitted (least squares, `time = latency + bytes /
+bandwidth`) to one-way times of the runtime's messages between two ranks.
+"""
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+import torch
+
+SIZES = [4, 4096, 65536, 1 << 20, 8 << 20, 32 << 20]
+
+
+def _measure_link(rounds):
+    """Rank 0 and 1 ping-pong; returns [(bytes, one-way seconds)]."""
+    import torch.distributed as dist
+    rank = int(os.environ["RANK"])
+    dist.init_process_group("gloo", rank=rank, world_size=2)
+    out = []
+    try:
+        for size in SIZES:
+            buf = torch.zeros(max(1, size // 4), dtype=torch.float32)
+            times = []
+            for r in range(rounds + 2):
+                dist.barrier()
+                start = time.perf_counter()
+                if rank == 0:
+                    dist.isend(buf, 1, tag=r).wait()
+                    dist.recv(buf, 1, tag=r)
+                else:
+                    dist.recv(buf, 0, tag=r)
+                    dist.isend(buf, 0, tag=r).wait()
+                if r >= 2:
+                    times.append((time.perf_counter() - start) / 2)
+            out.append((buf.numel() * 4, statistics.median(times)))
+    finally:
+        dist.destroy_process_group()
+    return out
+
+
+def _fit(points):
+    x = np.array([p[0] for p in points], dtype=np.float64)
+    y = np.array([p[1] for p in points], dtype=np.float64)
+    slope, latency = np.polyfit(x, y, 1)
+    latency = max(latency, float(y.min()) * 0.5, 1e-7)
+    return latency, 1.0 / max(slope, 1e-15)
+
+
+def _measure_core():
+    """One thread: f32 matrix-product rate and streaming bandwidth."""
+    torch.set_num_threads(1)
+    n = 512
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    best = float("inf")
+    for _ in range(5):
+        start = time.perf_counter()
+        for _ in range(4):
+            torch.mm(a, b)
+        best = min(best, (time.perf_counter() - start) / 4)
+    flops = 2.0 * n ** 3 / best
+    m = 1 << 24
+    x, y, z = torch.ones(m), torch.ones(m), torch.empty(m)
+    best = float("inf")
+    for _ in range(5):
+        start = time.perf_counter()
+        torch.add(x, y, out=z)
+        best = min(best, time.perf_counter() - start)
+    bandwidth = 3 * 4 * m / best
+    return flops, bandwidth
+
+
+def _measure_dispatch():
+    """Seconds the runtime spends per node on a tiny op (its overhead)."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    from .graph import PlacedGraph
+    from .module import PlacedModule
+    import tempfile
+    nodes, prev = [], "x"
+    for i in range(200):
+        nodes.append(helper.make_node("Relu", [prev], ["t%d" % i],
+                                      name="n%d" % i))
+        prev = "t%d" % i
+    graph = helper.make_graph(
+        nodes, "chain",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+        [helper.make_tensor_value_info(prev, TensorProto.FLOAT, [4])])
+    model = helper.make_model(graph,
+                              opset_imports=[helper.make_opsetid("", 14)])
+    model.metadata_props.add(key="dp.placement", value=json.dumps(
+        {"n%d" % i: "cpu:0" for i in range(200)}))
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "chain.onnx")
+        onnx.save(model, path)
+        module = PlacedModule(PlacedGraph(path))
+    feeds = {"x": torch.ones(4)}
+    best = float("inf")
+    with torch.no_grad():
+        for _ in range(20):
+            start = time.perf_counter()
+            module.run(feeds)
+            best = min(best, time.perf_counter() - start)
+    return best / 200
+
+
+def make_cluster(workers, link, flops, bandwidth, dispatch, memory):
+    latency, bw = link
+    devices = [{"name": "cpu:%d" % i, "type": "host-core"}
+               for i in range(workers)]
+    links = []
+    for i in range(workers):
+        for j in range(i + 1, workers):
+            links.append({"between": ["cpu:%d" % i, "cpu:%d" % j],
+                          "bandwidth": float("%.6g" % bw),
+                          "latency": float("%.6g" % latency)})
+    return {
+        "name": "host%d" % workers,
+        "device_types": [{
+            "name": "host-core", "kind": "cpu",
+            "peak_flops": {"f32": float("%.6g" % flops)},
+            "memory_bandwidth": float("%.6g" % bandwidth),
+            "memory": float(memory // workers),
+            "launch_overhead": float("%.6g" % dispatch)}],
+        "devices": devices,
+        "links": links,
+    }
+
+
+def main(args):
+    if os.environ.get("DP_TORCH_LINK_PROBE"):
+        points = _measure_link(args.rounds)
+        if int(os.environ["RANK"]) == 0:
+            with open(os.environ["DP_TORCH_LINK_PROBE"], "w") as f:
+                json.dump(points, f)
+        return 0
+    if args.workers < 1:
+        sys.stderr.write("dp_torch: error: --workers must be at least 1\n")
+        return 1
+    import tempfile
+    from .__main__ import _free_port
+    with tempfile.TemporaryDirectory() as tmp:
+        probe = os.path.join(tmp, "link.json")
+        env = dict(os.environ, MASTER_ADDR="127.0.0.1",
+                   MASTER_PORT=str(_free_port()), WORLD_SIZE="2",
+                   DP_TORCH_LINK_PROBE=probe, OMP_NUM_THREADS="1")
+        procs = [subprocess.Popen(
+            [sys.executable, "-m", "dp_torch", "host-cluster",
+             "--rounds", str(args.rounds)],
+            env=dict(env, RANK=str(r), LOCAL_RANK=str(r)))
+            for r in range(2)]
+        rcs = [p.wait(timeout=600) for p in procs]
+        if any(rcs):
+            sys.stderr.write("dp_torch: error: the link probe failed\n")
+            return 1
+        with open(probe) as f:
+            points = [tuple(p) for p in json.load(f)]
+    link = _fit(points)
+    flops, bandwidth = _measure_core()
+    dispatch = _measure_dispatch()
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    cluster = make_cluster(args.workers, link, flops, bandwidth, dispatch,
+                           memory)
+    text = json.dumps(cluster, indent=2) + "\n"
+    if args.out in (None, "-"):
+        sys.stdout.write(text)
+    else:
+        tmp = args.out + ".tmp"
+        with open(tmp, "w") as f:
+            f.write(text)
+        os.replace(tmp, args.out)
+    for b, t in points:
+        sys.stderr.write("dp_torch: %9d bytes one way in %8.1f us\n"
+                         % (b, t * 1e6))
+    sys.stderr.write(
+        "dp_torch: host%d: link %.1f us + %.2f GB/s, core %.1f GFLOP/s "
+        "(f32 mm), %.1f GB/s, %.1f us per node\n"
+        % (args.workers, link[0] * 1e6, link[1] / 1e9, flops / 1e9,
+           bandwidth / 1e9, dispatch * 1e6))
+    return 0
