@@ -28,3 +28,16 @@ install(FILES ${PROJECT_BINARY_DIR}/cmake/dpConfig.cmake
               ${PROJECT_BINARY_DIR}/cmake/dpConfigVersion.cmake
               ${PROJECT_SOURCE_DIR}/cmake/package/dpPlacement.cmake
         DESTINATION ${DP_INSTALL_CMAKEDIR} COMPONENT dp)
+
+# The PyTorch runtime (python/dp_torch, docs/runtime.md), where Debian's
+# python3 finds packages under a prefix: PYTHONPATH=<prefix>/lib/python3/
+# dist-packages, or nothing to add for the prefix /usr. In the build tree
+# it is build/python/dp_torch, a link to the sources.
+set(DP_INSTALL_PYTHONDIR lib/python3/dist-packages CACHE STRING
+    "Where the dp_torch package is installed, relative to the prefix")
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/python/dp_torch
+        DESTINATION ${DP_INSTALL_PYTHONDIR} COMPONENT dp
+        PATTERN __pycache__ EXCLUDE)
+file(MAKE_DIRECTORY ${PROJECT_BINARY_DIR}/python)
+file(CREATE_LINK ${PROJECT_SOURCE_DIR}/python/dp_torch
+     ${PROJECT_BINARY_DIR}/python/dp_torch SYMBOLIC)

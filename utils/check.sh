@@ -12,13 +12,18 @@ build=${DP_BUILD_DIR:-$root/build}
 
 ctest_log=$(mktemp)
 lit_log=$(mktemp)
-trap 'rm -f "$ctest_log" "$lit_log"' EXIT
+pytest_log=$(mktemp)
+trap 'rm -f "$ctest_log" "$lit_log" "$pytest_log"' EXIT
 
 echo "== unit tests (ctest)"
 ctest --test-dir "$build" --output-on-failure -j 2 2>&1 | tee "$ctest_log"
 echo "== lit tests"
 python3 /usr/lib/llvm-14/build/utils/lit/lit.py -sv "$build/test" 2>&1 |
   tee "$lit_log"
+
+echo "== runtime tests (pytest)"
+DP_OPT="$build/bin/dp-opt" OMP_NUM_THREADS=1 /usr/bin/python3 -m pytest -q \
+  -p no:cacheprovider "$root/python/tests" 2>&1 | tee "$pytest_log"
 
 # ctest: "100% tests passed, 0 tests failed out of 57"
 unit_total=$(sed -n 's/.*tests failed out of \([0-9]*\).*/\1/p' "$ctest_log")
@@ -38,10 +43,25 @@ done
 lit_passed=${lit_passed:-0}
 if ((lit_passed + lit_failed == 0)); then lit_failed=1; fi
 
-passed=$((unit_total - unit_failed + lit_passed))
-failed=$((unit_failed + lit_failed))
+# pytest: "3 failed, 40 passed, 2 warnings in 61.2s" (errors count as
+# failures; no summary line at all is one failure)
+py_summary=$(grep -E '^=*\s*[0-9]+ (passed|failed|error)' "$pytest_log" |
+  tail -n 1)
+py_count() {
+  echo "$py_summary" | sed -n "s/.*\b\([0-9][0-9]*\) $1.*/\1/p" | head -n 1
+}
+py_passed=$(py_count passed)
+py_failed=$(py_count failed)
+py_errors=$(py_count error)
+py_passed=${py_passed:-0}
+py_failed=$((${py_failed:-0} + ${py_errors:-0}))
+if [[ -z $py_summary ]]; then py_failed=1; fi
+
+passed=$((unit_total - unit_failed + lit_passed + py_passed))
+failed=$((unit_failed + lit_failed + py_failed))
 echo "unit tests: $((unit_total - unit_failed)) passed, $unit_failed failed;" \
-  "lit tests: $lit_passed passed, $lit_failed failed"
+  "lit tests: $lit_passed passed, $lit_failed failed;" \
+  "runtime tests: $py_passed passed, $py_failed failed"
 
 # Then the hardening part (docs/hardening.md): the sanitizer build and its
 # tests, and a short run of every fuzz target. CI runs it;

@@ -38,6 +38,9 @@ packages=(
   # emit's tests: the real ONNX checker on emitted models (python3-onnx, run
   # with /usr/bin/python3) and Graphviz rendering of emitted graphs (dot)
   python3-onnx graphviz
+  # the PyTorch runtime (python/dp_torch) and its tests, which export
+  # torchvision models with torch.onnx and compare with torch
+  python3-torch python3-torchvision python3-numpy python3-pytest
 )
 
 missing=()

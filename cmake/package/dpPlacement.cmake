@@ -16,7 +16,8 @@
 # then emit{format=<outputs>,out=<dir>/<name>}. It runs again when the
 # model, the cluster file or dp-opt changes. The files it writes are in
 # <name>_OUTPUTS in the caller's scope (for split: the manifest
-# <name>.split.json; the per-device submodels lie beside it).
+# <name>.split.json; the segments' submodels <name>.<device>.<k>.onnx lie
+# beside it).
 
 function(dp_add_placement name)
   cmake_parse_arguments(PARSE_ARGV 1 ARG "ALL"

@@ -228,6 +228,51 @@ def profile_steps(step, devices, count, path, module):
     os.replace(tmp, path)
 
 
+def _status_bytes(field):
+    """VmRSS, VmHWM, ... of this process from /proc/self/status, or None."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+class PeakMemory:
+    """Peak memory of a CPU rank: the resident set's high-water mark over
+    the timed steps, above the resident set before the weights were made.
+
+    torch keeps no allocator statistics for CPU tensors, so this is the
+    operating system's figure: weights, optimizer state, activations and
+    what the allocator keeps of freed blocks (Linux: /proc/self/status,
+    its mark reset through /proc/self/clear_refs)."""
+
+    def __init__(self):
+        self.baseline = _status_bytes("VmRSS")
+
+    def start(self):
+        try:
+            with open("/proc/self/clear_refs", "w") as f:
+                f.write("5")
+            self.ok = self.baseline is not None
+        except OSError:
+            self.ok = False
+
+    def peak(self):
+        hwm = _status_bytes("VmHWM")
+        if not self.ok or hwm is None:
+            return None
+        return max(0, hwm - self.baseline)
+
+
+def _peak_bytes(torch_device, memory):
+    if torch_device.type == "cuda":
+        return torch.cuda.max_memory_allocated(torch_device)
+    return memory.peak() if memory is not None else None
+
+
 def _setup_threads(args):
     if args.threads is not None:
         if args.threads < 1:
@@ -244,6 +289,7 @@ def run_single(args):
     torch.manual_seed(args.seed)
     graph = PlacedGraph(args.model, seed=args.seed,
                         require_weights=args.require_weights)
+    memory = PeakMemory()
     module = PlacedModule(graph, device_map=parse_device_map(args.device_map))
     given = load_inputs(args.inputs)
     arrays = make_inputs(graph, args.seed, given)
@@ -272,10 +318,13 @@ def run_single(args):
         if args.train:
             first["loss"] = float(loss_of(
                 [env[n] for n in graph.outputs], graph.outputs, graph))
+    for _ in range(args.warmup):
+        step()
     for d in devices:
         if d.type == "cuda":
             torch.cuda.reset_peak_memory_stats(d)
-    times = _timed(step, devices, args.steps, args.warmup)
+    memory.start()
+    times = _timed(step, devices, args.steps, 0)
     if args.profile:
         profile_steps(step, devices, args.profile_steps, args.profile,
                       module)
@@ -293,8 +342,8 @@ def run_single(args):
             devs.append({
                 "device": d, "torch_device": str(td), "rank": 0,
                 "busy_s": statistics.median(times) if one else None,
-                "peak_bytes": (torch.cuda.max_memory_allocated(td)
-                               if td.type == "cuda" else None)})
+                "peak_bytes": (_peak_bytes(td, memory)
+                               if one or td.type == "cuda" else None)})
         report = _report(args, graph, 1, times, devs,
                          _pairs(module.sent_bytes),
                          first.get("loss"))
@@ -358,6 +407,7 @@ def run_rank(args):
     torch.manual_seed(args.seed)
     graph = PlacedGraph(args.model, seed=args.seed,
                         require_weights=args.require_weights)
+    memory = PeakMemory()
     if world != len(graph.devices):
         raise RuntimeError_(
             "%s: error: the placement uses %d devices (%s), so it runs on "
@@ -377,12 +427,13 @@ def run_rank(args):
     try:
         runner = DistRunner(graph, rank, world, device_map=device_map,
                             schedule=args.schedule, local_rank=local_rank)
-        return _run_rank_steps(args, graph, runner, rank, world, dist)
+        return _run_rank_steps(args, graph, runner, rank, world, dist,
+                               memory)
     finally:
         dist.destroy_process_group()
 
 
-def _run_rank_steps(args, graph, runner, rank, world, dist):
+def _run_rank_steps(args, graph, runner, rank, world, dist, memory):
     given = load_inputs(args.inputs)
     arrays = make_inputs(graph, args.seed, given)
     feeds = {n: as_tensor(a)
@@ -405,11 +456,12 @@ def _run_rank_steps(args, graph, runner, rank, world, dist):
         with torch.no_grad():
             outs, loss = runner.step(feeds)
         state["outputs"], state["loss"] = outs, loss
-    if runner.torch_device.type == "cuda":
-        torch.cuda.reset_peak_memory_stats(runner.torch_device)
     for _ in range(args.warmup):
         step()
     synchronize(devices)
+    if runner.torch_device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(runner.torch_device)
+    memory.start()
     times, busy = [], []
     for _ in range(args.steps):
         dist.barrier()
@@ -439,8 +491,7 @@ def _run_rank_steps(args, graph, runner, rank, world, dist):
     mine = {
         "device": runner.device, "torch_device": str(runner.torch_device),
         "rank": rank, "busy_s": statistics.median(busy),
-        "peak_bytes": (torch.cuda.max_memory_allocated(runner.torch_device)
-                       if runner.torch_device.type == "cuda" else None),
+        "peak_bytes": _peak_bytes(runner.torch_device, memory),
         "sent_bytes": runner.sent_bytes,
         "outputs": outs if args.outputs else {},
         "weights": weights if args.save_weights else {},

@@ -97,18 +97,30 @@ def _constant_value(node):
 
 
 class Source:
-    """A graph input or an initializer: where it lives and its data."""
-    __slots__ = ("name", "dtype", "shape", "data", "device", "is_input",
-                 "missing")
+    """A graph input or an initializer: where it lives, and how to get its
+    data (read when a module needs it, so a rank reads only its own)."""
+    __slots__ = ("name", "dtype", "shape", "proto", "base_dir", "seed",
+                 "device", "is_input", "missing")
 
-    def __init__(self, name, dtype, shape, data, is_input, missing=False):
+    def __init__(self, name, dtype, shape, is_input, proto=None,
+                 base_dir=None, seed=0, missing=False):
         self.name = name
         self.dtype = dtype
         self.shape = shape
-        self.data = data
+        self.proto = proto
+        self.base_dir = base_dir
+        self.seed = seed
         self.device = None
         self.is_input = is_input
         self.missing = missing
+
+    def load(self):
+        """The initializer's array, or seeded data when its bytes are
+        absent."""
+        if self.missing:
+            return _seeded_init(self.name, self.shape, self.dtype, self.seed)
+        return _read_initializer(self.proto, self.base_dir, self.dtype,
+                                 self.shape)
 
 
 def _seeded_init(name, shape, dtype, seed):
@@ -128,33 +140,31 @@ def _seeded_init(name, shape, dtype, seed):
     return rng.uniform(-bound, bound, size=shape).astype(dtype)
 
 
-def _load_initializer(t, base_dir, require_weights, seed, missing):
-    """The initializer's array, or seeded data when its bytes are absent."""
-    dtype = helper.tensor_dtype_to_np_dtype(t.data_type) if hasattr(
-        helper, "tensor_dtype_to_np_dtype") else onnx.mapping.TENSOR_TYPE_TO_NP_TYPE[t.data_type]
-    shape = tuple(int(d) for d in t.dims)
-    if t.data_location == onnx.TensorProto.EXTERNAL:
-        info = {e.key: e.value for e in t.external_data}
-        path = os.path.join(base_dir, info.get("location", ""))
-        if not os.path.isfile(path):
-            if require_weights:
-                raise RuntimeError_(
-                    "initializer '%s': error: its external data file '%s' "
-                    "does not exist" % (t.name, path))
-            missing.append((t.name, info.get("location", "")))
-            return _seeded_init(t.name, shape, dtype, seed), True
-        offset = int(info.get("offset", 0))
-        count = int(np.prod(shape)) if shape else 1
-        length = int(info.get("length", count * np.dtype(dtype).itemsize))
-        with open(path, "rb") as f:
-            f.seek(offset)
-            raw = f.read(length)
-        if len(raw) != length:
-            raise RuntimeError_(
-                "initializer '%s': error: '%s' ends before byte %d"
-                % (t.name, path, offset + length))
-        return np.frombuffer(raw, dtype=dtype).reshape(shape).copy(), False
-    return numpy_helper.to_array(t).copy(), False
+def _np_dtype(elem_type):
+    if hasattr(helper, "tensor_dtype_to_np_dtype"):
+        return helper.tensor_dtype_to_np_dtype(elem_type)
+    return onnx.mapping.TENSOR_TYPE_TO_NP_TYPE[elem_type]
+
+
+def _external_path(t, base_dir):
+    info = {e.key: e.value for e in t.external_data}
+    return os.path.join(base_dir, info.get("location", "")), info
+
+
+def _read_initializer(t, base_dir, dtype, shape):
+    if t.data_location != onnx.TensorProto.EXTERNAL:
+        return numpy_helper.to_array(t).copy()
+    path, info = _external_path(t, base_dir)
+    offset = int(info.get("offset", 0))
+    count = int(np.prod(shape)) if shape else 1
+    length = int(info.get("length", count * np.dtype(dtype).itemsize))
+    with open(path, "rb") as f:
+        f.seek(offset)
+        raw = f.read(length)
+    if len(raw) != length:
+        raise RuntimeError_("initializer '%s': error: '%s' ends before byte %d"
+                            % (t.name, path, offset + length))
+    return np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
 
 
 def _value_type(vi):
@@ -225,10 +235,20 @@ class PlacedGraph:
         missing = []
         self.sources = {}
         for t in graph.initializer:
-            data, absent = _load_initializer(t, base_dir, require_weights,
-                                             seed, missing)
-            self.sources[t.name] = Source(t.name, data.dtype, data.shape,
-                                          data, False, absent)
+            absent = False
+            if t.data_location == onnx.TensorProto.EXTERNAL:
+                path, info = _external_path(t, base_dir)
+                if not os.path.isfile(path):
+                    if require_weights:
+                        raise RuntimeError_(
+                            "initializer '%s': error: its external data file "
+                            "'%s' does not exist" % (t.name, path))
+                    missing.append((t.name, info.get("location", "")))
+                    absent = True
+            self.sources[t.name] = Source(
+                t.name, np.dtype(_np_dtype(t.data_type)),
+                tuple(int(d) for d in t.dims), False, proto=t,
+                base_dir=base_dir, seed=seed, missing=absent)
         self.inputs = []
         for vi in graph.input:
             if vi.name in self.sources:
@@ -238,10 +258,8 @@ class PlacedGraph:
                 raise RuntimeError_("%s: graph input '%s': error: element "
                                     "type %d is not supported"
                                     % (path, vi.name, elem))
-            dtype = helper.tensor_dtype_to_np_dtype(elem) if hasattr(
-                helper, "tensor_dtype_to_np_dtype") else \
-                onnx.mapping.TENSOR_TYPE_TO_NP_TYPE[elem]
-            self.sources[vi.name] = Source(vi.name, dtype, dims, None, True)
+            self.sources[vi.name] = Source(vi.name, np.dtype(_np_dtype(elem)),
+                                           dims, True)
             self.inputs.append(vi.name)
         self.outputs = [vi.name for vi in graph.output]
         self.output_types = {vi.name: _value_type(vi)[0]

@@ -141,7 +141,7 @@ class PlacedModule(torch.nn.Module):
             if only_device is not None and s.device != only_device:
                 continue
             dev = self.torch_devices[s.device]
-            t = as_tensor(s.data).to(dev)
+            t = as_tensor(s.load()).to(dev)
             if t.dtype in FLOAT_TYPES:
                 p = torch.nn.Parameter(t)
                 attr = "w%d" % index

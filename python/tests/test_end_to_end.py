@@ -1,0 +1,145 @@
+"""What dp places runs: torchvision models this runtime was not written
+for, exported with their weights, placed by dp-opt (search placers, so
+the devices depend on each other both ways), emitted, and run by the
+runtime in one process and with one rank per device; and the segments of
+emit{format=split} run in the manifest's order."""
+
+import json
+import os
+import subprocess
+
+import numpy as np
+import pytest
+import torch
+import torchvision
+
+from conftest import (dp_opt, export, max_rel_err, run_runtime)
+
+import dp_torch
+
+TOL = 1e-4
+
+
+def _model(name):
+    torch.manual_seed(0)
+    if name == "resnet18":
+        m = torchvision.models.resnet18(weights=None, num_classes=10)
+    elif name == "mobilenet_v2":
+        m = torchvision.models.mobilenet_v2(weights=None, num_classes=10)
+    else:
+        m = torchvision.models.squeezenet1_1(weights=None, num_classes=10)
+    with torch.no_grad():
+        for mod in m.modules():
+            if isinstance(mod, torch.nn.BatchNorm2d):
+                mod.running_mean.normal_(0, 0.1)
+                mod.running_var.uniform_(0.5, 1.5)
+    return m.eval()
+
+
+def _place(tmp, cluster, algo, train=False):
+    # Colocation keeps a training step's backward with its forward; an
+    # inference graph is placed op by op.
+    passes = "import-onnx,%scost-annotate,%splace{algo=%s}," \
+        "emit{format=onnx+split+device-map,out=%s/placed}" % (
+            "training-graph," if train else "",
+            "colocate," if train else "", algo, tmp)
+    subprocess.run([dp_opt(), "-passes=" + passes, "-cluster=" + cluster,
+                    "-seed=1", "-disable-output", str(tmp / "m.onnx")],
+                   check=True, capture_output=True, timeout=300)
+    model = dp_torch.PlacedGraph(str(tmp / "placed.placed.onnx"))
+    return model
+
+
+PLACERS = {"resnet18": "metis,devices=all",
+           "mobilenet_v2": "expert",
+           "squeezenet1_1": "anneal,evals=300"}
+
+
+@pytest.mark.parametrize("name", sorted(PLACERS))
+def test_placed_by_dp_runs_as_torch_computes(tmp_path, two_cpus, name):
+    m = _model(name)
+    x = torch.randn(2, 3, 64, 64)
+    export(m, (x,), str(tmp_path / "m.onnx"), ["x"], ["y"])
+    np.savez(str(tmp_path / "in.npz"), x=x.numpy())
+    graph = _place(tmp_path, two_cpus, PLACERS[name])
+    # Both workers run nodes, or the test says nothing about ranks.
+    assert graph.devices == ["cpu:0", "cpu:1"]
+    with torch.no_grad():
+        ref = m(x).numpy()
+    for nproc in (None, len(graph.devices)):
+        args = ["run", "placed.placed.onnx", "--steps", "1", "--warmup",
+                "0", "--inputs", "in.npz", "--outputs", "out.npz",
+                "--require-weights"]
+        if nproc:
+            args += ["--nproc", str(nproc)]
+        run_runtime(args, tmp_path)
+        got = np.load(str(tmp_path / "out.npz"))["y"]
+        assert max_rel_err(got, ref) < TOL, nproc
+
+
+def test_split_segments_run_in_manifest_order(tmp_path, two_cpus):
+    m = _model("resnet18")
+    x = torch.randn(2, 3, 64, 64)
+    export(m, (x,), str(tmp_path / "m.onnx"), ["x"], ["y"])
+    _place(tmp_path, two_cpus, "metis,devices=all")
+    manifest = json.loads((tmp_path / "placed.split.json").read_text())
+    segments = manifest["segments"]
+    assert len(segments) >= 2
+    values = {"x": x}
+    with torch.no_grad():
+        for seg in segments:
+            part = dp_torch.load(str(tmp_path / seg["file"]),
+                                 require_weights=True)
+            feeds = {n: values[n] for n in part.graph.inputs}
+            outs = part(**feeds)
+            if not isinstance(outs, tuple):
+                outs = (outs,)
+            values.update(zip(part.graph.outputs, outs))
+        ref = m(x).numpy()
+    assert max_rel_err(values["y"].numpy(), ref) < TOL
+
+
+def test_training_placement_runs(tmp_path, two_cpus):
+    """A placement of the training step (placed with training-graph) runs
+    as a training step on both ranks, and its loss is the forward's."""
+    m = _model("squeezenet1_1")
+    x = torch.randn(2, 3, 64, 64)
+    export(m, (x,), str(tmp_path / "m.onnx"), ["x"], ["y"])
+    np.savez(str(tmp_path / "in.npz"), x=x.numpy())
+    graph = _place(tmp_path, two_cpus, "metis,devices=all", train=True)
+    assert len(graph.devices) == 2
+    args = ["run", "placed.placed.onnx", "--train", "--steps", "2",
+            "--warmup", "0", "--inputs", "in.npz", "--report", "r.json",
+            "--require-weights"]
+    if len(graph.devices) > 1:
+        args += ["--nproc", str(len(graph.devices))]
+    run_runtime(args, tmp_path)
+    report = json.loads((tmp_path / "r.json").read_text())
+    with torch.no_grad():
+        want = float(m(x).sum())
+    assert abs(report["loss"] - want) <= 1e-4 * max(1.0, abs(want))
+
+
+def test_profile_names_forward_and_backward(tmp_path, two_cpus):
+    """--profile writes a trace whose regions cost-annotate{profile=}
+    reads: the forward op and its '/grad' op get profiled times."""
+    m = _model("squeezenet1_1")
+    x = torch.randn(1, 3, 32, 32)
+    export(m, (x,), str(tmp_path / "m.onnx"), ["x"], ["y"])
+    subprocess.run([dp_opt(), "-passes=import-onnx,cost-annotate,"
+                    "place{algo=single,device=cpu:0},"
+                    "emit{format=onnx,out=%s/one}" % tmp_path,
+                    "-cluster=" + two_cpus, "-disable-output",
+                    str(tmp_path / "m.onnx")], check=True,
+                   capture_output=True, timeout=300)
+    run_runtime(["run", "one.placed.onnx", "--train", "--steps", "1",
+                 "--warmup", "0", "--profile", "trace.json"], tmp_path)
+    out = subprocess.run(
+        [dp_opt(), "-passes=import-onnx,training-graph,"
+         "cost-annotate{profile=trace.json,profile-device=core}", "-S",
+         "-cluster=" + two_cpus, "one.placed.onnx"], cwd=str(tmp_path),
+        check=True, capture_output=True, text=True, timeout=300).stdout
+    conv = [l for l in out.splitlines() if "/features/features.0/Conv\"" in l
+            or "/features/features.0/Conv/grad\"" in l]
+    assert len(conv) == 2, out[:2000]
+    assert all('cost_source = "profile"' in l for l in conv), conv
