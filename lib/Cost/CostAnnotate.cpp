@@ -102,7 +102,7 @@ Error CostAnnotatePass::run(Graph &G, PassContext &Ctx) {
   Optional<OpProfile> Profile;
   unsigned ProfileType = 0;
   if (!Opts.ProfilePath.empty()) {
-    Expected<OpProfile> P = OpProfile::load(Opts.ProfilePath);
+    Expected<OpProfile> P = OpProfile::load(Opts.ProfilePath, Opts.ProfileStat);
     if (!P)
       return P.takeError();
     Profile = std::move(*P);
@@ -287,6 +287,8 @@ void CostAnnotatePass::printPipeline(raw_ostream &OS) const {
     S << LS << "profile=" << Opts.ProfilePath;
   if (!Opts.ProfileDevice.empty())
     S << LS << "profile-device=" << Opts.ProfileDevice;
+  if (Opts.ProfileStat == ProfileStatKind::Min)
+    S << LS << "profile-stat=min";
   if (Opts.Runs != Defaults.Runs)
     S << LS << "runs=" << Opts.Runs;
   if (!Opts.CacheDir.empty())
@@ -302,7 +304,7 @@ void CostAnnotatePass::printPipeline(raw_ostream &OS) const {
 Expected<CostOptions> CostAnnotatePass::parseOptions(
     ArrayRef<std::pair<std::string, std::string>> KVs) {
   CostOptions Opts;
-  bool OneDNNOnly = false;
+  bool OneDNNOnly = false, HasProfileStat = false;
   std::string OneDNNOption;
   for (const auto &[Key, Value] : KVs) {
     if (Key == "source") {
@@ -322,6 +324,18 @@ Expected<CostOptions> CostAnnotatePass::parseOptions(
     }
     if (Key == "profile-device") {
       Opts.ProfileDevice = Value;
+      continue;
+    }
+    if (Key == "profile-stat") {
+      if (Value == "median")
+        Opts.ProfileStat = ProfileStatKind::Median;
+      else if (Value == "min")
+        Opts.ProfileStat = ProfileStatKind::Min;
+      else
+        return makeError("cost-annotate: profile-stat must be median or min, "
+                         "not '" +
+                         Value + "'");
+      HasProfileStat = true;
       continue;
     }
     if (Key == "runs") {
@@ -354,13 +368,15 @@ Expected<CostOptions> CostAnnotatePass::parseOptions(
     }
     return makeError("cost-annotate: unknown option '" + Key +
                      "' (expected source=, profile=, profile-device=, "
-                     "runs=, cache= or measure-limit=)");
+                     "profile-stat=, runs=, cache= or measure-limit=)");
   }
   if (OneDNNOnly && Opts.Source != CostSourceKind::OneDNN)
     return makeError("cost-annotate: " + OneDNNOption +
                      "= applies to source=onednn only");
   if (!Opts.ProfileDevice.empty() && Opts.ProfilePath.empty())
     return makeError("cost-annotate: profile-device= needs profile=<file>");
+  if (HasProfileStat && Opts.ProfilePath.empty())
+    return makeError("cost-annotate: profile-stat= needs profile=<file>");
   return Opts;
 }
 

@@ -179,16 +179,19 @@ public:
 
   std::vector<std::string> takeNotes() { return std::move(Notes); }
 
-  /// The median duration of every name.
-  StringMap<double> takeMedians() {
-    StringMap<double> Medians;
+  /// The median or minimum duration of every name, as \p Stat says.
+  StringMap<double> takeTimes(ProfileStatKind Stat) {
+    StringMap<double> Times;
     for (auto &KV : Durations) {
       SmallVector<double, 1> &D = KV.getValue();
       llvm::sort(D);
       size_t N = D.size();
-      Medians[KV.getKey()] = N % 2 ? D[N / 2] : (D[N / 2 - 1] + D[N / 2]) / 2;
+      if (Stat == ProfileStatKind::Min)
+        Times[KV.getKey()] = D.front();
+      else
+        Times[KV.getKey()] = N % 2 ? D[N / 2] : (D[N / 2 - 1] + D[N / 2]) / 2;
     }
-    return Medians;
+    return Times;
   }
 
   bool empty() const { return Durations.empty(); }
@@ -436,7 +439,8 @@ Error ProfileReader::attributeTrace() {
   return Error::success();
 }
 
-Expected<OpProfile> OpProfile::parse(MemoryBufferRef Buffer) {
+Expected<OpProfile> OpProfile::parse(MemoryBufferRef Buffer,
+                                     ProfileStatKind Stat) {
   StringRef File = Buffer.getBufferIdentifier();
   Expected<json::Value> Root = json::parse(Buffer.getBuffer());
   if (!Root)
@@ -475,17 +479,17 @@ Expected<OpProfile> OpProfile::parse(MemoryBufferRef Buffer) {
               "\"X\")");
   P.TimeKind = Reader.getTimeKind();
   P.Notes = Reader.takeNotes();
-  P.Seconds = Reader.takeMedians();
+  P.Seconds = Reader.takeTimes(Stat);
   return std::move(P);
 }
 
-Expected<OpProfile> OpProfile::load(StringRef Path) {
+Expected<OpProfile> OpProfile::load(StringRef Path, ProfileStatKind Stat) {
   ErrorOr<std::unique_ptr<MemoryBuffer>> Buf = MemoryBuffer::getFile(
       Path, /*IsText=*/true, /*RequiresNullTerminator=*/false);
   if (std::error_code EC = Buf.getError())
     return makeFileError(Path, 0, 0,
                          "cannot read the profile: " + EC.message());
-  return parse((*Buf)->getMemBufferRef());
+  return parse((*Buf)->getMemBufferRef(), Stat);
 }
 
 } // namespace dp

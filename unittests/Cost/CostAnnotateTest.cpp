@@ -167,6 +167,10 @@ TEST(CostAnnotateTest, ParseAndPrintOptions) {
                        {"profile-device", "g"}}),
             "cost-annotate{source=onednn,profile=p.json,profile-device=g,"
             "runs=3,cache=/tmp/c,measure-limit=0.5}");
+  EXPECT_EQ(RoundTrip({{"profile", "p.json"}, {"profile-stat", "median"}}),
+            "cost-annotate{profile=p.json}");
+  EXPECT_EQ(RoundTrip({{"profile-stat", "min"}, {"profile", "p.json"}}),
+            "cost-annotate{profile=p.json,profile-stat=min}");
 
   auto ErrorOf = [](std::vector<std::pair<std::string, std::string>> KVs) {
     Expected<CostOptions> O = CostAnnotatePass::parseOptions(KVs);
@@ -186,9 +190,14 @@ TEST(CostAnnotateTest, ParseAndPrintOptions) {
             "seconds, not '-1'");
   EXPECT_EQ(ErrorOf({{"profile-device", "g"}}),
             "cost-annotate: profile-device= needs profile=<file>");
+  EXPECT_EQ(ErrorOf({{"profile-stat", "min"}}),
+            "cost-annotate: profile-stat= needs profile=<file>");
+  EXPECT_EQ(ErrorOf({{"profile", "p.json"}, {"profile-stat", "mean"}}),
+            "cost-annotate: profile-stat must be median or min, not 'mean'");
   EXPECT_EQ(ErrorOf({{"speed", "fast"}}),
             "cost-annotate: unknown option 'speed' (expected source=, "
-            "profile=, profile-device=, runs=, cache= or measure-limit=)");
+            "profile=, profile-device=, profile-stat=, runs=, cache= or "
+            "measure-limit=)");
 }
 
 } // namespace

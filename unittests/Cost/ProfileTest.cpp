@@ -292,6 +292,35 @@ TEST(ProfileTest, KernelTimes) {
   EXPECT_DOUBLE_EQ(*P->lookup("aten::mm"), 14e-6);
 }
 
+TEST(ProfileTest, KernelTimesMinOfSteps) {
+  // Three steps of region A, each launching one kernel (7, 3 and 5 us):
+  // the median is 5 us, the minimum 3 us; the regions' host durations
+  // play no part.
+  auto Step = [](int I, double KernelDur) {
+    std::string S;
+    raw_string_ostream OS(S);
+    OS << "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"A\", "
+       << "\"pid\": 7, \"tid\": 1, \"ts\": " << 100 * I << ", \"dur\": 50},\n"
+       << "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": "
+       << "\"cudaLaunchKernel\", \"pid\": 7, \"tid\": 1, \"ts\": "
+       << 100 * I + 10 << ", \"dur\": 5, \"args\": {\"correlation\": " << I
+       << "}},\n"
+       << "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 0, "
+       << "\"tid\": 7, \"ts\": " << 100 * I + 20 << ", \"dur\": " << KernelDur
+       << ", \"args\": {\"correlation\": " << I << "}}";
+    return OS.str();
+  };
+  std::string Text = trace({Step(0, 7), Step(1, 3), Step(2, 5)});
+  MemoryBufferRef Buffer(Text, "prof.json");
+  Expected<OpProfile> Median = OpProfile::parse(Buffer);
+  ASSERT_TRUE(bool(Median)) << toString(Median.takeError());
+  EXPECT_EQ(Median->getTimeKind(), ProfileTimeKind::Kernel);
+  EXPECT_DOUBLE_EQ(*Median->lookup("A"), 5e-6);
+  Expected<OpProfile> Min = OpProfile::parse(Buffer, ProfileStatKind::Min);
+  ASSERT_TRUE(bool(Min)) << toString(Min.takeError());
+  EXPECT_DOUBLE_EQ(*Min->lookup("A"), 3e-6);
+}
+
 TEST(ProfileTest, TraceErrors) {
   EXPECT_EQ(errorOf(R"({"traceEvents": [{"ph": "X", "name": "a",
                                           "dur": 5}]})"),

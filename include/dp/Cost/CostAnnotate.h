@@ -18,6 +18,7 @@
 #ifndef DP_COST_COSTANNOTATE_H
 #define DP_COST_COSTANNOTATE_H
 
+#include "dp/Cost/Profile.h"
 #include "dp/IR/PassManager.h"
 
 #include "llvm/ADT/ArrayRef.h"
@@ -45,6 +46,8 @@ struct CostOptions {
   /// The device type the profile's times are for; empty: the first GPU
   /// type of the cluster, else its first type.
   std::string ProfileDevice;
+  /// How the profile's times of one name over several steps combine.
+  ProfileStatKind ProfileStat = ProfileStatKind::Median;
   /// oneDNN: timed executions per measurement.
   unsigned Runs = 5;
   /// oneDNN: the cache directory; empty: the default.
@@ -67,7 +70,8 @@ public:
   void printPipeline(llvm::raw_ostream &OS) const;
 
   /// Parses "source=roofline|onednn", "profile=FILE", "profile-device=TYPE",
-  /// "runs=N", "cache=DIR" and "measure-limit=SECONDS".
+  /// "profile-stat=median|min", "runs=N", "cache=DIR" and
+  /// "measure-limit=SECONDS".
   static llvm::Expected<CostOptions>
   parseOptions(llvm::ArrayRef<std::pair<std::string, std::string>> KVs);
 

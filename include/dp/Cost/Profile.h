@@ -25,7 +25,8 @@
 /// its own duration.
 ///
 /// A name seen several times (several profiled runs) gets the median of its
-/// times. Errors name the file and the JSON path of the bad value.
+/// times, or their minimum (ProfileStatKind). Errors name the file and the
+/// JSON path of the bad value.
 ///
 //===----------------------------------------------------------------------===//
 
@@ -62,6 +63,15 @@ enum class ProfileTimeKind : uint8_t {
   Kernel,
 };
 
+/// How the times of a name seen in several profiled steps combine into one.
+enum class ProfileStatKind : uint8_t {
+  /// The median of the per-step times.
+  Median,
+  /// The smallest per-step time: on a shared machine interference only
+  /// adds time, so the fastest step is the closest to the op's own.
+  Min,
+};
+
 /// Times by op name.
 class OpProfile {
 public:
@@ -74,10 +84,14 @@ public:
   /// cannot be attributed); empty when all of it was.
   llvm::ArrayRef<std::string> getNotes() const { return Notes; }
 
-  /// Parses \p Buffer; errors are located in its identifier.
-  static llvm::Expected<OpProfile> parse(llvm::MemoryBufferRef Buffer);
+  /// Parses \p Buffer, combining the per-step times of a name by \p Stat;
+  /// errors are located in its identifier.
+  static llvm::Expected<OpProfile>
+  parse(llvm::MemoryBufferRef Buffer,
+        ProfileStatKind Stat = ProfileStatKind::Median);
   /// Reads and parses the file \p Path.
-  static llvm::Expected<OpProfile> load(llvm::StringRef Path);
+  static llvm::Expected<OpProfile>
+  load(llvm::StringRef Path, ProfileStatKind Stat = ProfileStatKind::Median);
 
 private:
   ProfileFormatKind Format = ProfileFormatKind::ONNXRuntime;
