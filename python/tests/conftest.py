@@ -29,7 +29,7 @@ def dp_opt():
     if not os.path.isfile(path):
         pytest.fail("dp-opt not found at %s: build dp first or set DP_OPT"
                     % path)
-    return path
+    return os.path.abspath(path)
 
 
 def export(module, args, path, input_names, output_names, training=False):
