@@ -470,7 +470,8 @@ def _run_rank_steps(args, graph, runner, rank, world, dist, memory):
         synchronize(devices)
         elapsed = time.perf_counter() - start
         # A step ends when the last rank ends.
-        t = torch.tensor([elapsed], dtype=torch.float64)
+        t = torch.tensor([elapsed], dtype=torch.float64,
+                         device=runner.comm_device)
         dist.all_reduce(t, op=dist.ReduceOp.MAX)
         times.append(float(t))
         busy.append(elapsed - runner.wait_s)
@@ -482,7 +483,7 @@ def _run_rank_steps(args, graph, runner, rank, world, dist, memory):
     # Everything the report needs, gathered on rank 0.
     loss = state.get("loss")
     total = torch.tensor([float(loss) if loss is not None else 0.0],
-                         dtype=torch.float64)
+                         dtype=torch.float64, device=runner.comm_device)
     dist.all_reduce(total)
     outs = {n: t.detach().cpu().numpy() for n, t in
             state.get("outputs", {}).items()}

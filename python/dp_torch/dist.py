@@ -173,6 +173,12 @@ class DistRunner:
             "lockstep" if self.backend == "nccl" else "lazy")
         self.stage = (self.backend != "nccl" and
                       self.torch_device.type == "cuda")
+        # NCCL moves CUDA tensors only; gloo CPU tensors (CUDA ones are
+        # staged through host memory).
+        self.comm_device = (self.torch_device if self.backend == "nccl"
+                            else torch.device("cpu"))
+        if self.torch_device.type == "cuda":
+            torch.cuda.set_device(self.torch_device)
         self.segs, self.seg_of, self.readers = make_segments(graph)
         self._plan()
         self.shapes = {}
@@ -257,7 +263,8 @@ class DistRunner:
         if not grad and (t, dst) not in self.sent_heads:
             # The first time: the shape and type, so that the receiver
             # can allocate the buffer.
-            head = torch.zeros(10, dtype=torch.int64)
+            head = torch.zeros(10, dtype=torch.int64,
+                               device=self.comm_device)
             head[0] = _DTYPES.index(value.dtype)
             head[1] = value.dim()
             if value.dim():
@@ -273,7 +280,8 @@ class DistRunner:
         src = self._owner(t)
         tag = self._tag(t, self.rank)
         if t not in self.shapes:
-            head = torch.empty(10, dtype=torch.int64)
+            head = torch.empty(10, dtype=torch.int64,
+                               device=self.comm_device)
             start = time.perf_counter()
             dist.recv(head, src, tag=tag + 2 * self.num_messages)
             self.wait_s += time.perf_counter() - start

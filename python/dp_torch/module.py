@@ -8,7 +8,6 @@ its forward op's device.
 """
 
 import contextlib
-import time
 
 import numpy as np
 import torch
@@ -449,18 +448,3 @@ def synchronize(devices):
     for d in devices:
         if d.type == "cuda":
             torch.cuda.synchronize(d)
-
-
-def time_steps(fn, devices, steps, warmup):
-    """Runs fn warmup + steps times; returns the timed steps' seconds."""
-    for _ in range(warmup):
-        fn()
-    synchronize(devices)
-    times = []
-    for _ in range(steps):
-        synchronize(devices)
-        start = time.perf_counter()
-        fn()
-        synchronize(devices)
-        times.append(time.perf_counter() - start)
-    return times

@@ -102,10 +102,7 @@ def _pow(x, a, o):
 
 @kernel("Sum")
 def _sum(x, a, o):
-    out = x[0]
-    for t in x[1:]:
-        out = out + t
-    return [out]
+    return _fold(torch.add)(x, a, o)
 
 
 @kernel("Mean")
@@ -113,20 +110,18 @@ def _mean(x, a, o):
     return [_sum(x, a, o)[0] / len(x)]
 
 
-@kernel("Max")
-def _max(x, a, o):
-    out = x[0]
-    for t in x[1:]:
-        out = torch.maximum(out, t)
-    return [out]
+def _fold(fn):
+    """A variadic ONNX op (Max, Min) as a left fold of a binary one."""
+    def run(x, a, o):
+        out = x[0]
+        for t in x[1:]:
+            out = fn(out, t)
+        return [out]
+    return run
 
 
-@kernel("Min")
-def _min(x, a, o):
-    out = x[0]
-    for t in x[1:]:
-        out = torch.minimum(out, t)
-    return [out]
+KERNELS["Max"] = _fold(torch.maximum)
+KERNELS["Min"] = _fold(torch.minimum)
 
 
 @kernel("Where")
@@ -424,16 +419,16 @@ def _reduction(fn, since=18):
     return run
 
 
-def _amax(t, axes, keep):
-    for ax in sorted(axes, reverse=True):
-        t = t.amax(dim=ax, keepdim=keep)
-    return t
+def _per_axis(method):
+    """A reduction torch takes one axis at a time, over several axes."""
+    def run(t, axes, keep):
+        for ax in sorted(axes, reverse=True):
+            t = getattr(t, method)(dim=ax, keepdim=keep)
+        return t
+    return run
 
 
-def _amin(t, axes, keep):
-    for ax in sorted(axes, reverse=True):
-        t = t.amin(dim=ax, keepdim=keep)
-    return t
+_amax, _amin, _prod = (_per_axis(m) for m in ("amax", "amin", "prod"))
 
 
 KERNELS["ReduceMean"] = _reduction(lambda t, ax, k: t.mean(dim=ax, keepdim=k))
@@ -441,20 +436,13 @@ KERNELS["ReduceSum"] = _reduction(lambda t, ax, k: t.sum(dim=ax, keepdim=k),
                                   since=13)
 KERNELS["ReduceMax"] = _reduction(_amax)
 KERNELS["ReduceMin"] = _reduction(_amin)
-KERNELS["ReduceProd"] = _reduction(
-    lambda t, ax, k: _prod(t, ax, k))
+KERNELS["ReduceProd"] = _reduction(_prod)
 KERNELS["ReduceSumSquare"] = _reduction(
     lambda t, ax, k: (t * t).sum(dim=ax, keepdim=k))
 KERNELS["ReduceL2"] = _reduction(
     lambda t, ax, k: (t * t).sum(dim=ax, keepdim=k).sqrt())
 KERNELS["ReduceLogSumExp"] = _reduction(
     lambda t, ax, k: torch.logsumexp(t, dim=ax, keepdim=k))
-
-
-def _prod(t, axes, keep):
-    for ax in sorted(axes, reverse=True):
-        t = t.prod(dim=ax, keepdim=keep)
-    return t
 
 
 @kernel("ArgMax", "ArgMin")
