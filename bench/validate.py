@@ -3,7 +3,7 @@
 
     /usr/bin/python3 bench/validate.py [--build build] [--models a,b]
         [--modes inference,train] [--placers single,expert,metis,anneal]
-        [--steps 3] [--warmup 1] [--no-docs]
+        [--steps 3] [--warmup 1] [--repeats 3] [--no-docs]
 
 (also `bench/run.py validate ...`). On this machine the cluster is the
 host as two one-core CPU workers (`python3 -m dp_torch host-cluster`,
@@ -368,7 +368,7 @@ def main(argv=None):
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--modes", default=",".join(MODES))
     ap.add_argument("--placers", default=",".join(PLACERS))
-    ap.add_argument("--steps", type=int, default=4)
+    ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--repeats", type=int, default=3,
                     help="processes that measure the single-device "

@@ -49,7 +49,9 @@ count() {
 # target's seeds, which it imports under ASan and UBSan below), Graphviz
 # rendering of the bundled models' DOT, and the every-placer determinism
 # check on nmt2 (each placer's code runs under the sanitizers in
-# test/Place).
+# test/Place). Of the runtime's tests only the end-to-end ones run: they
+# are the ones where dp-opt does the work (placing exported models,
+# reading the runtime's profiles); the others test Python alone.
 asan_lit_filter_out=${DP_ASAN_LIT_FILTER_OUT-'^dp :: (Import/onnx-testdata|Models/emit-dot-render|dp-opt/determinism-placers)\.test$'}
 echo "== sanitizer build (ASan + UBSan) in $asan_build"
 start=$SECONDS
@@ -57,6 +59,7 @@ ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1} \
 UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:abort_on_error=1} \
 LIT_FILTER_OUT=$asan_lit_filter_out \
 DP_BUILD_DIR=$asan_build DP_CHECK_HARDENING=0 \
+DP_PYTEST_TESTS=$root/python/tests/test_end_to_end.py \
   bash "$root/utils/check.sh" -DDP_ENABLE_SANITIZERS=ON \
   -DDP_BUILD_BENCHMARKS=OFF "-DCMAKE_CXX_FLAGS_RELEASE=-O1 -g1" \
   2>&1 | sed 's/^\([0-9]* passed, [0-9]* failed\)$/asan: \1/' | tee "$log"
