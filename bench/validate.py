@@ -376,7 +376,17 @@ def main(argv=None):
     ap.add_argument("--cluster", help="a host cluster file made before "
                     "(default: measure one now)")
     ap.add_argument("--no-docs", action="store_true")
+    ap.add_argument("--tables", action="store_true",
+                    help="only regenerate the docs section from "
+                    "bench/results/validate.csv")
     args = ap.parse_args(argv)
+    if args.tables:
+        with open(args.cluster or os.path.join(
+                RESULTS, "validate-host2.json")) as f:
+            write_docs(read_rows(), json.load(f),
+                       "bench/validate.py; tables by bench/validate.py "
+                       "--tables")
+        return
     dp_opt = os.path.join(os.path.abspath(args.build), "bin", "dp-opt")
     if not os.path.isfile(dp_opt):
         sys.exit("bench/validate.py: no dp-opt in %s" % args.build)
@@ -423,12 +433,16 @@ def main(argv=None):
                 write_rows(rows)
     rows = read_rows()
     if not args.no_docs and rows:
-        sys.path.insert(0, os.path.join(ROOT, "bench"))
-        import run as bench_run
-        bench_run.replace_section("bench validate",
-                                  section(rows, cluster, command))
-        bench_run.reorder_sections()
+        write_docs(rows, cluster, command)
     log("done in %.0f s" % (time.monotonic() - start))
+
+
+def write_docs(rows, cluster, command):
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    import run as bench_run
+    bench_run.replace_section("bench validate",
+                              section(rows, cluster, command))
+    bench_run.reorder_sections()
 
 
 if __name__ == "__main__":
