@@ -2,7 +2,7 @@
 
 The nodes (in the model's topological order) are cut into segments: a
 segment is a run of one device's nodes that no other segment both feeds
-and depends on, so the segments form a DAG whose creation order is a
+and depends on, so the segments form a DAG, which is then sorted into a
 topological order. Every rank walks the same list of events (run a
 segment, move a tensor from one rank to another), forward in segment
 order and backward in reverse, so that all ranks agree on the order of
@@ -29,6 +29,7 @@ there at the start of the step; its gradient comes back at the end.
 
 import time
 
+import numpy as np
 import torch
 import torch.distributed as dist
 
@@ -488,15 +489,9 @@ class DistRunner:
 
 
 def _is_float_np(dtype):
-    import numpy as np
     return np.issubdtype(dtype, np.floating)
 
 
 _DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16,
            torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8,
            torch.bool]
-
-
-def _np_to_torch(dtype):
-    import numpy as np
-    return torch.from_numpy(np.zeros(0, dtype=dtype)).dtype
