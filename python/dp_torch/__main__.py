@@ -128,7 +128,6 @@ def _free_port():
 
 def launch(nproc, argv, timeout):
     """Starts nproc ranks of this command; fails them all if one fails."""
-    argv = [a for a in argv]
     # Drop --nproc and its value from the children's arguments.
     out, skip = [], False
     for a in argv:
@@ -304,10 +303,8 @@ def run_single(args):
                               input_grads=not args.no_input_grads)
         else:
             with torch.no_grad():
-                env = module.run(feeds)
+                module.run(feeds)
             loss = None
-            if not first:
-                first["outputs"] = {n: env[n] for n in graph.outputs}
         return loss
 
     if args.outputs or args.train:

@@ -726,10 +726,46 @@ def _resize(x, a, o):
 # Recurrent layers
 # --------------------------------------------------------------------------
 
-def _onnx_gates_to_torch(t, hidden):
-    """ONNX gate order (i, o, f, c) -> torch's (i, f, g, o) on axis 0."""
-    i, o_, f, c = torch.split(t, hidden, dim=0)
-    return torch.cat([i, f, c, o_], dim=0)
+def _reorder_gates(order):
+    """A function that puts the gate blocks of a weight (axis 0) from
+    ONNX's order into torch's: order[k] is the ONNX block of torch's k."""
+    def run(t):
+        blocks = torch.split(t, t.shape[0] // len(order), dim=0)
+        return torch.cat([blocks[k] for k in order], dim=0)
+    return run
+
+
+# LSTM: ONNX (i, o, f, c) -> torch (i, f, g, o); GRU: ONNX (z, r, h) ->
+# torch (r, z, n).
+_LSTM_GATES = _reorder_gates([0, 2, 3, 1])
+_GRU_GATES = _reorder_gates([1, 0, 2])
+
+
+def _rnn_params(W, R, B, reorder):
+    """torch's flat weight list for an ONNX RNN's W, R and optional B."""
+    params = []
+    width = W.shape[1]
+    for d in range(W.shape[0]):
+        params += [reorder(W[d]), reorder(R[d])]
+        if B is not None:
+            wb, rb = torch.split(B[d], width)
+            params += [reorder(wb), reorder(rb)]
+        else:
+            params += [W.new_zeros(width), W.new_zeros(width)]
+    return params
+
+
+def _rnn_direction(a):
+    direction = a.get("direction", "forward")
+    return direction.decode() if isinstance(direction, bytes) else direction
+
+
+def _rnn_output(y, batch, dirs, hidden, direction):
+    """torch's [seq, batch, dirs * hidden] as ONNX's [seq, dirs, batch,
+    hidden], in time order."""
+    if direction == "reverse":
+        y = y.flip(0)
+    return y.reshape(y.shape[0], batch, dirs, hidden).permute(0, 2, 1, 3)
 
 
 @kernel("LSTM")
@@ -746,9 +782,7 @@ def _lstm(x, a, o):
     if a.get("input_forget", 0):
         raise OpError("LSTM with input_forget=1 is not supported")
     hidden = a.get("hidden_size", R.shape[-1])
-    direction = a.get("direction", "forward")
-    if isinstance(direction, bytes):
-        direction = direction.decode()
+    direction = _rnn_direction(a)
     layout = a.get("layout", 0)
     if layout:
         X = X.transpose(0, 1)
@@ -762,27 +796,11 @@ def _lstm(x, a, o):
     zeros = X.new_zeros(dirs, batch, hidden)
     h0 = zeros if h0 is None else h0
     c0 = zeros if c0 is None else c0
-    params = []
-    order = [0] if dirs == 1 else [0, 1]
-    inputs = X
-    if direction == "reverse":
-        inputs = X.flip(0)
-    for d in order:
-        params.append(_onnx_gates_to_torch(W[d], hidden))
-        params.append(_onnx_gates_to_torch(R[d], hidden))
-        if B is not None:
-            wb, rb = torch.split(B[d], 4 * hidden)
-            params.append(_onnx_gates_to_torch(wb, hidden))
-            params.append(_onnx_gates_to_torch(rb, hidden))
-        else:
-            params.append(X.new_zeros(4 * hidden))
-            params.append(X.new_zeros(4 * hidden))
-    y, hn, cn = torch.lstm(inputs, (h0, c0), params, True, 1, 0.0, False,
-                           dirs == 2, False)
-    if direction == "reverse":
-        y = y.flip(0)
-    # torch: [seq, batch, dirs * hidden]; ONNX: [seq, dirs, batch, hidden].
-    Y = y.reshape(y.shape[0], batch, dirs, hidden).permute(0, 2, 1, 3)
+    inputs = X.flip(0) if direction == "reverse" else X
+    y, hn, cn = torch.lstm(inputs, (h0, c0),
+                           _rnn_params(W, R, B, _LSTM_GATES), True, 1, 0.0,
+                           False, dirs == 2, False)
+    Y = _rnn_output(y, batch, dirs, hidden, direction)
     if layout:
         return [Y.permute(2, 0, 1, 3), hn.transpose(0, 1),
                 cn.transpose(0, 1)]
@@ -803,33 +821,14 @@ def _gru(x, a, o):
         raise OpError("GRU with linear_before_reset=0 is not supported "
                       "(torch's GRU applies the reset gate after the "
                       "recurrent product)")
-    direction = a.get("direction", "forward")
-    if isinstance(direction, bytes):
-        direction = direction.decode()
+    direction = _rnn_direction(a)
     dirs, batch = W.shape[0], X.shape[1]
     h0 = x[5] if len(x) > 5 and x[5] is not None else X.new_zeros(
         dirs, batch, hidden)
-
-    def reorder(t):
-        # ONNX (z, r, h) -> torch (r, z, n).
-        z, r, h = torch.split(t, hidden, dim=0)
-        return torch.cat([r, z, h], dim=0)
-
-    params = []
-    for d in range(dirs):
-        params += [reorder(W[d]), reorder(R[d])]
-        if B is not None:
-            wb, rb = torch.split(B[d], 3 * hidden)
-            params += [reorder(wb), reorder(rb)]
-        else:
-            params += [X.new_zeros(3 * hidden), X.new_zeros(3 * hidden)]
     inputs = X.flip(0) if direction == "reverse" else X
-    y, hn = torch.gru(inputs, h0, params, True, 1, 0.0, False, dirs == 2,
-                      False)
-    if direction == "reverse":
-        y = y.flip(0)
-    Y = y.reshape(y.shape[0], batch, dirs, hidden).permute(0, 2, 1, 3)
-    return [Y, hn]
+    y, hn = torch.gru(inputs, h0, _rnn_params(W, R, B, _GRU_GATES), True, 1,
+                      0.0, False, dirs == 2, False)
+    return [_rnn_output(y, batch, dirs, hidden, direction), hn]
 
 
 def get_kernel(op_type, domain):
