@@ -47,11 +47,19 @@ static bool isPositiveFinite(double V) {
   return V > 0 && V < std::numeric_limits<double>::infinity();
 }
 
+double SharedGroup::getCapacity() const {
+  double Best = 0;
+  for (unsigned K = 0, E = Speed.size(); K != E; ++K)
+    Best = std::max(Best, double(K + 1) * Speed[K]);
+  return Best;
+}
+
 Expected<Cluster> Cluster::create(std::string Name,
                                   std::vector<DeviceType> Types,
                                   std::vector<Device> Devices,
                                   std::vector<std::string> Switches,
-                                  std::vector<Link> Links) {
+                                  std::vector<Link> Links,
+                                  std::vector<SharedGroup> Shared) {
   ErrorList Errs;
   auto Err = [&](const Twine &Msg) {
     Errs.add(makeError("cluster '" + Name + "': " + Msg));
@@ -109,10 +117,39 @@ Expected<Cluster> Cluster::create(std::string Name,
     if (L.Latency < 0 || !(L.Latency < std::numeric_limits<double>::infinity()))
       Err("link '" + L.Name + "' has a negative or infinite latency");
   }
+  std::vector<int> GroupOf(Devices.size(), -1);
+  for (unsigned G = 0, E = Shared.size(); G != E; ++G) {
+    const SharedGroup &S = Shared[G];
+    std::string Which = "shared group " + std::to_string(G);
+    if (S.Devices.size() < 2)
+      Err(Which + " needs at least two devices");
+    if (S.Speed.size() != S.Devices.size())
+      Err(Which + " has " + Twine(S.Devices.size()) + " devices but " +
+          Twine(S.Speed.size()) + " speeds (one per number of busy devices)");
+    for (unsigned K = 0, N = S.Speed.size(); K != N; ++K)
+      if (!(S.Speed[K] > 0 && S.Speed[K] <= 1) ||
+          (K == 0 && S.Speed[K] != 1))
+        Err(Which + ": speed " + Twine(K + 1) +
+            (K == 0 ? " must be 1 (a device alone runs at its own speed)"
+                    : " must be in (0, 1]"));
+    for (unsigned Dev : S.Devices) {
+      if (Dev >= Devices.size()) {
+        Err(Which + " names an unknown device");
+        continue;
+      }
+      if (GroupOf[Dev] >= 0)
+        Err("device '" + Devices[Dev].Name + "' is in shared groups " +
+            Twine(GroupOf[Dev]) + " and " + Twine(G));
+      else
+        GroupOf[Dev] = G;
+    }
+  }
   if (Error E = Errs.take())
     return std::move(E);
 
   Cluster C;
+  C.Shared = std::move(Shared);
+  C.GroupOf = std::move(GroupOf);
   C.Name = std::move(Name);
   C.Types = std::move(Types);
   C.Devices = std::move(Devices);

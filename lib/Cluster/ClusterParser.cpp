@@ -575,6 +575,7 @@ private:
   void readDevices(const DocNode &N);
   void readSwitches(const DocNode &N);
   void readLinks(const DocNode &N);
+  void readShared(const DocNode &N);
   bool readLinkEnds(const DocNode &Between, Link &Out, std::string (&Ends)[2]);
   /// The node (device, then switch) named \p Name, or -1.
   int lookupNode(StringRef Name) const;
@@ -590,13 +591,14 @@ private:
   bool AllDevicesRead = true;
   std::vector<std::string> Switches;
   std::vector<Link> Links;
+  std::vector<SharedGroup> Shared;
   /// Names of devices and switches, with the entry that defines each.
   StringMap<std::string> NodeNames;
 };
 } // namespace
 
-static const StringRef RootKeys[] = {"name", "device_types", "devices",
-                                     "switches", "links"};
+static const StringRef RootKeys[] = {"name",     "device_types", "devices",
+                                     "switches", "links",        "shared"};
 static const StringRef RootRequiredKeys[] = {"name", "device_types", "devices"};
 static const StringRef TypeKeys[] = {"name",       "kind",
                                      "peak_flops", "memory_bandwidth",
@@ -606,6 +608,7 @@ static const StringRef TypeRequiredKeys[] = {"name", "kind", "peak_flops",
 static const StringRef DeviceKeys[] = {"name", "type"};
 static const StringRef LinkKeys[] = {"name", "between", "bandwidth", "latency"};
 static const StringRef LinkRequiredKeys[] = {"between", "bandwidth"};
+static const StringRef SharedKeys[] = {"devices", "speed"};
 
 void ClusterReader::readPeakFlops(const DocNode &N, DeviceType &T) {
   if (!expect(N, DocNode::NodeKind::Map,
@@ -868,11 +871,107 @@ void ClusterReader::readLinks(const DocNode &N) {
   }
 }
 
+/// "shared": [{devices: [cpu:0, cpu:1], speed: [1, 0.5]}, ...]
+void ClusterReader::readShared(const DocNode &N) {
+  if (!expect(N, DocNode::NodeKind::Seq, "a sequence of shared groups"))
+    return;
+  std::vector<int> GroupOf(Devices.size(), -1);
+  for (unsigned Index = 0; Index != N.Children.size(); ++Index) {
+    const DocNode &G = N.Children[Index];
+    if (!expect(G, DocNode::NodeKind::Map, "a shared group (a mapping)"))
+      continue;
+    bool OK = checkKeys(G, SharedKeys, SharedKeys);
+    SharedGroup Out;
+    const DocNode *DevNode = G.lookup("devices");
+    if (DevNode && expect(*DevNode, DocNode::NodeKind::Seq,
+                          "the devices that share, like [cpu:0, cpu:1]")) {
+      if (DevNode->Children.size() < 2) {
+        error(*DevNode, "a shared group needs at least two devices");
+        OK = false;
+      }
+      for (const DocNode &D : DevNode->Children) {
+        Optional<std::string> DevName = readName(D);
+        if (!DevName) {
+          OK = false;
+          continue;
+        }
+        auto It = find_if(Devices, [&](const Device &Dev) {
+          return Dev.Name == *DevName;
+        });
+        if (It == Devices.end()) {
+          if (AllDevicesRead)
+            error(D, "unknown device '" + *DevName + "'");
+          OK = false;
+          continue;
+        }
+        unsigned Dev = It - Devices.begin();
+        if (GroupOf[Dev] >= 0) {
+          error(D, "device '" + *DevName + "' is already in shared group " +
+                       Twine(GroupOf[Dev]));
+          OK = false;
+          continue;
+        }
+        GroupOf[Dev] = Index;
+        Out.Devices.push_back(Dev);
+      }
+    } else {
+      OK = false;
+    }
+    const DocNode *SpeedNode = G.lookup("speed");
+    if (SpeedNode &&
+        expect(*SpeedNode, DocNode::NodeKind::Seq,
+               "the speed of each busy device when 1, 2, ... of the "
+               "group are busy, like [1, 0.5]")) {
+      for (const DocNode &V : SpeedNode->Children) {
+        bool First = &V == &SpeedNode->Children.front();
+        // YAML scalars arrive as text.
+        Optional<double> X;
+        double Parsed;
+        if (V.Kind == DocNode::NodeKind::Number)
+          X = V.Number;
+        else if (V.Kind == DocNode::NodeKind::String &&
+                 !StringRef(V.Text).trim().getAsDouble(Parsed))
+          X = Parsed;
+        if (!X) {
+          error(V, "expected a speed (a number in (0, 1]), not " +
+                       (V.Kind == DocNode::NodeKind::String
+                            ? "'" + V.Text + "'"
+                            : describeKind(V).str()));
+          OK = false;
+          continue;
+        }
+        if (!(*X > 0) || *X > 1 || (First && *X != 1)) {
+          error(V, First
+                       ? "the first speed must be 1 (one busy device runs at "
+                         "its own speed), not '" + describeValue(V) + "'"
+                       : "a speed must be in (0, 1], not '" +
+                             describeValue(V) + "'");
+          OK = false;
+          continue;
+        }
+        Out.Speed.push_back(*X);
+      }
+      if (OK && DevNode && Out.Speed.size() != DevNode->Children.size()) {
+        error(*SpeedNode, "expected " + Twine(DevNode->Children.size()) +
+                              " speeds, one for each number of busy devices "
+                              "of the group, not " +
+                              Twine(Out.Speed.size()));
+        OK = false;
+      }
+    } else {
+      OK = false;
+    }
+    if (OK)
+      Shared.push_back(std::move(Out));
+  }
+}
+
 Expected<Cluster> ClusterReader::read(const DocNode &Root) {
   if (!Root.isMap())
     return makeFileError(File, Root.Line, Root.Column,
                          "expected a cluster description (a mapping with "
-                         "name, device_types, devices, switches, links), "
+                         "name, device_types, devices, switches, links, "
+                         "shared), "
                          "not " +
                              describeKind(Root));
   checkKeys(Root, RootKeys, RootRequiredKeys);
@@ -896,6 +995,8 @@ Expected<Cluster> ClusterReader::read(const DocNode &Root) {
     readSwitches(*N);
   if (const DocNode *N = Root.lookup("links"))
     readLinks(*N);
+  if (const DocNode *N = Root.lookup("shared"))
+    readShared(*N);
   if (!Errs.empty())
     return Errs.take();
   checkReachability();
@@ -904,7 +1005,8 @@ Expected<Cluster> ClusterReader::read(const DocNode &Root) {
 
   Expected<Cluster> C =
       Cluster::create(std::move(Name), std::move(Types), std::move(Devices),
-                      std::move(Switches), std::move(Links));
+                      std::move(Switches), std::move(Links),
+                      std::move(Shared));
   if (C)
     return C;
   // Everything Cluster::create checks was checked above with positions; if

@@ -145,6 +145,21 @@ void printCluster(raw_ostream &OS, const Cluster &C) {
     }
   }
 
+  if (!C.getSharedGroups().empty()) {
+    OS << "\nshared groups (speed of each busy device when 1, 2, ... "
+          "are busy):\n";
+    for (const SharedGroup &G : C.getSharedGroups()) {
+      OS << " ";
+      for (unsigned Dev : G.Devices)
+        OS << ' ' << C.getDevices()[Dev].Name;
+      OS << ":";
+      for (double S : G.Speed)
+        OS << ' ' << formatFigure(S);
+      OS << "; at most " << formatFigure(G.getCapacity())
+         << " devices' worth of work\n";
+    }
+  }
+
   if (D < 2)
     return;
   OS << "\nroute bandwidth (GB/s, row to column):\n";

@@ -148,6 +148,19 @@ Simulator::Simulator(const SimGraph &G) : G(G), C(*G.C) {
   Live.resize(D);
   WaitedOn.resize(G.NumOps);
   ReadyTime.resize(G.NumOps);
+  GroupOf.assign(D, -1);
+  for (const SharedGroup &Grp : C.getSharedGroups()) {
+    for (unsigned Dev : Grp.Devices)
+      GroupOf[Dev] = GroupDevices.size();
+    GroupDevices.push_back(Grp.Devices);
+    GroupSpeed.push_back(Grp.Speed);
+  }
+  GroupBusy.resize(GroupDevices.size());
+  RunningOp.resize(D);
+  Generation.resize(D);
+  WorkLeft.resize(D);
+  LastUpdate.resize(D);
+  StartedAt.resize(D);
   RouteBegin.push_back(0);
   for (unsigned Src = 0; Src != D; ++Src) {
     for (unsigned Dst = 0; Dst != D; ++Dst) {
@@ -221,6 +234,31 @@ void Simulator::release(uint32_t T, unsigned Dev) {
   Live[Dev] -= G.TensorBytes[T];
 }
 
+/// The end event of the op running on \p Dev, at its current rate; a new
+/// generation makes the earlier end events of the device stale.
+void Simulator::pushOpEnd(unsigned Dev, double Now) {
+  unsigned Grp = GroupOf[Dev];
+  double Rate = GroupSpeed[Grp][GroupBusy[Grp] - 1];
+  ++Generation[Dev];
+  push(Now + WorkLeft[Dev] / Rate,
+       uint64_t(RunningOp[Dev]) | uint64_t(Generation[Dev]) << 32);
+}
+
+void Simulator::reshare(unsigned Grp, int Delta, double Now,
+                        unsigned Except) {
+  unsigned Busy0 = GroupBusy[Grp];
+  double Rate = Busy0 ? GroupSpeed[Grp][Busy0 - 1] : 1;
+  GroupBusy[Grp] = Busy0 + Delta;
+  for (unsigned Dev : GroupDevices[Grp]) {
+    if (!Busy[Dev] || Dev == Except)
+      continue;
+    WorkLeft[Dev] =
+        std::max(0.0, WorkLeft[Dev] - (Now - LastUpdate[Dev]) * Rate);
+    LastUpdate[Dev] = Now;
+    pushOpEnd(Dev, Now);
+  }
+}
+
 void Simulator::startOp(uint32_t Op, unsigned Dev, double Now, SimResult &R) {
   Busy[Dev] = 1;
   uint64_t Bytes = G.OpWorkspace[Op];
@@ -229,7 +267,17 @@ void Simulator::startOp(uint32_t Op, unsigned Dev, double Now, SimResult &R) {
   allocate(Dev, Bytes, Op, R);
   if (Record)
     R.Ops[Op].Start = Now;
-  push(Now + G.Time[size_t(Op) * G.NumDevices + Dev], Op);
+  double Time = G.Time[size_t(Op) * G.NumDevices + Dev];
+  StartedAt[Dev] = Now;
+  if (GroupOf[Dev] < 0) {
+    push(Now + Time, Op);
+    return;
+  }
+  RunningOp[Dev] = Op;
+  WorkLeft[Dev] = Time;
+  LastUpdate[Dev] = Now;
+  reshare(GroupOf[Dev], +1, Now, Dev);
+  pushOpEnd(Dev, Now);
 }
 
 /// Tensor \p T is now on \p Dev: wake its readers there, and if \p Dev is
@@ -301,6 +349,8 @@ void Simulator::run(ArrayRef<uint32_t> Placement, SimResult &R,
   std::fill(Busy.begin(), Busy.end(), 0);
   std::fill(ChannelFree.begin(), ChannelFree.end(), 0.0);
   std::fill(Live.begin(), Live.end(), 0);
+  std::fill(GroupBusy.begin(), GroupBusy.end(), 0);
+  std::fill(Generation.begin(), Generation.end(), 0);
   R.StepTime = 0;
   R.OOM = false;
   R.OOMDevice = 0;
@@ -375,8 +425,14 @@ void Simulator::run(ArrayRef<uint32_t> Placement, SimResult &R,
     }
     uint32_t Op = uint32_t(E.Payload);
     unsigned Dev = Place[Op];
-    double Dur = G.Time[size_t(Op) * D + Dev];
-    R.BusyTime[Dev] += Dur;
+    if (GroupOf[Dev] >= 0) {
+      if (uint32_t(E.Payload >> 32) != Generation[Dev])
+        continue; // The op's end has moved since.
+      Busy[Dev] = 0;
+      reshare(GroupOf[Dev], -1, Now, Dev);
+    }
+    R.BusyTime[Dev] += GroupOf[Dev] < 0 ? G.Time[size_t(Op) * D + Dev]
+                                        : Now - StartedAt[Dev];
     if (Now >= R.StepTime) {
       R.StepTime = Now;
       LastOp = Op;
@@ -438,7 +494,12 @@ LowerBounds computeLowerBounds(const SimGraph &G) {
     LB.CriticalPath = std::max(LB.CriticalPath, Finish[Op]);
     Work += Fastest;
   }
-  LB.Work = D ? Work / D : 0;
+  // Devices of a shared group do at most the group's capacity together.
+  const Cluster &C = G.getCluster();
+  double Capacity = D;
+  for (const SharedGroup &Grp : C.getSharedGroups())
+    Capacity -= Grp.Devices.size() - Grp.getCapacity();
+  LB.Work = D ? Work / Capacity : 0;
   return LB;
 }
 

@@ -655,6 +655,77 @@ TEST(ClusterFileTest, LoadClusterPrefersPresets) {
       << describe(Diags);
 }
 
+TEST(ClusterFileTest, SharedGroupsNameTheirDevicesAndSpeeds) {
+  std::string Text = SmallYAML;
+  Text += "shared:\n  - {devices: [\"gpu:1\", \"gpu:0\"], speed: [1, 0.6]}\n";
+  llvm::Expected<Cluster> C = parse(Text);
+  ASSERT_TRUE(bool(C)) << describe(collectErrors(C.takeError()));
+  ASSERT_EQ(C->getSharedGroups().size(), 1u);
+  EXPECT_EQ(C->getSharedGroups()[0].Devices, (std::vector<unsigned>{1, 0}));
+  EXPECT_EQ(C->getSharedGroups()[0].Speed, (std::vector<double>{1, 0.6}));
+  EXPECT_DOUBLE_EQ(C->getSharedGroups()[0].getCapacity(), 1.2);
+  EXPECT_EQ(C->getSharedGroup(0), 0);
+  EXPECT_EQ(C->getSharedGroup(1), 0);
+  EXPECT_NE(print(*C).find("shared groups (speed of each busy device when 1, "
+                           "2, ... are busy):\n  gpu:1 gpu:0: 1 0.6; at most "
+                           "1.2 devices' worth of work\n"),
+            std::string::npos)
+      << print(*C);
+  llvm::Expected<Cluster> Plain = parse(SmallYAML);
+  ASSERT_TRUE(bool(Plain));
+  EXPECT_EQ(Plain->getSharedGroup(0), -1);
+}
+
+TEST(ClusterFileTest, ReportsBadSharedGroups) {
+  std::string Text = SmallYAML;
+  Text += "shared:\n"
+          "  - {devices: [\"gpu:0\", nowhere], speed: [1, 0.5]}\n"
+          "  - {devices: [\"gpu:0\"], speed: [1]}\n"
+          "  - {devices: [\"gpu:1\", \"gpu:0\"], speed: [0.9, 1.5]}\n"
+          "  - {devices: [\"gpu:1\", \"gpu:1\"], speed: [1, 0.5, 0.2]}\n"
+          "  - {devices: [\"gpu:0\", \"gpu:1\"], speed: [1, fast]}\n";
+  auto Diags = parseErrors(Text);
+  EXPECT_TRUE(hasMessage(Diags, "shared[0].devices[1]: unknown device "
+                                "'nowhere'"))
+      << describe(Diags);
+  EXPECT_TRUE(hasMessage(Diags, "shared[1].devices: a shared group needs at "
+                                "least two devices"))
+      << describe(Diags);
+  EXPECT_TRUE(hasMessage(Diags, "shared[2].speed[0]: the first speed must be "
+                                "1 (one busy device runs at its own speed), "
+                                "not '0.9'"))
+      << describe(Diags);
+  EXPECT_TRUE(hasMessage(Diags, "shared[2].speed[1]: a speed must be in "
+                                "(0, 1], not '1.5'"))
+      << describe(Diags);
+  EXPECT_TRUE(hasMessage(Diags, "shared[3].devices[1]: device 'gpu:1' is "
+                                "already in shared group"))
+      << describe(Diags);
+  EXPECT_TRUE(hasMessage(Diags, "shared[4].speed[1]: expected a speed (a "
+                                "number in (0, 1]), not 'fast'"))
+      << describe(Diags);
+}
+
+TEST(ClusterCreateTest, RejectsBadSharedGroups) {
+  DeviceType T;
+  T.Name = "t";
+  T.PeakFlops[unsigned(DTypeKind::F32)] = 1e12;
+  T.MemoryBandwidth = 1e11;
+  T.MemoryBytes = 1 << 20;
+  std::vector<Link> Links{{"l", 0, 1, 1e9, 0}};
+  SharedGroup Short{{0, 1}, {1}};
+  SharedGroup Twice{{0, 1}, {1, 0.5}};
+  llvm::Expected<Cluster> C =
+      Cluster::create("c", {T}, {{"a", 0}, {"b", 0}}, {}, Links,
+                      {Short, Twice});
+  ASSERT_FALSE(bool(C));
+  auto Diags = collectErrors(C.takeError());
+  EXPECT_TRUE(hasMessage(Diags, "shared group 0 has 2 devices but 1 speeds"))
+      << describe(Diags);
+  EXPECT_TRUE(hasMessage(Diags, "device 'a' is in shared groups 0 and 1"))
+      << describe(Diags);
+}
+
 //===----------------------------------------------------------------------===//
 // Printing
 //===----------------------------------------------------------------------===//

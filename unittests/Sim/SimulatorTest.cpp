@@ -313,6 +313,68 @@ TEST(SimulatorTest, LowerBounds) {
   EXPECT_GE(Sim.R.StepTime, LB.best());
 }
 
+/// Three devices behind a switch; g0 and g1 share execution resources:
+/// either runs at half speed while both are busy.
+Cluster makeSharedCluster() {
+  Cluster Plain = makeCluster(1e9, 0, 1 << 20, /*NumDevices=*/3);
+  SharedGroup Grp;
+  Grp.Devices = {0, 1};
+  Grp.Speed = {1, 0.5};
+  return cantFail(Cluster::create(
+      "shared", Plain.getTypes().vec(), Plain.getDevices().vec(),
+      Plain.getSwitches().vec(), Plain.getLinks().vec(), {Grp}));
+}
+
+TEST(SimulatorTest, SharedDevicesSlowEachOtherWhileBothAreBusy) {
+  GraphBuilder B;
+  OpId A = B.op("a", 2, {B.input("x", 1)}, {1});
+  OpId Bo = B.op("b", 1, {B.input("y", 1)}, {1});
+  B.G.addOutput(B.result(A));
+  B.G.addOutput(B.result(Bo));
+  Cluster C = makeSharedCluster();
+  SimRun Shared;
+  Shared.simulate(B.G, C, {0, 1});
+  // Both at half speed until b's 1 s of work is done at t = 2; a has done
+  // 1 s of its 2 by then and does the rest alone.
+  EXPECT_DOUBLE_EQ(Shared.R.Ops[Bo].End, 2);
+  EXPECT_DOUBLE_EQ(Shared.R.Ops[A].End, 3);
+  EXPECT_DOUBLE_EQ(Shared.R.StepTime, 3);
+  EXPECT_DOUBLE_EQ(Shared.R.BusyTime[0], 3);
+  EXPECT_DOUBLE_EQ(Shared.R.BusyTime[1], 2);
+  // g2 shares with nobody.
+  SimRun Apart;
+  Apart.simulate(B.G, C, {0, 2});
+  EXPECT_DOUBLE_EQ(Apart.R.Ops[Bo].End, 1);
+  EXPECT_DOUBLE_EQ(Apart.R.StepTime, 2);
+}
+
+TEST(SimulatorTest, ASharedOpsEndMovesEachTimeTheGroupChanges) {
+  GraphBuilder B;
+  OpId A = B.op("a", 3, {B.input("x", 1)}, {1});
+  OpId B1 = B.op("b1", 1, {B.input("y", 1)}, {1});
+  OpId B2 = B.op("b2", 1, {B.result(B1)}, {1});
+  B.G.addOutput(B.result(A));
+  B.G.addOutput(B.result(B2));
+  Cluster C = makeSharedCluster();
+  SimRun Sim;
+  Sim.simulate(B.G, C, {0, 1, 1});
+  // b1 0-2 and b2 2-4 at half speed; a has done 2 s of work at t = 4 (its
+  // end moved to 4, then 6, then 5: the older end events are stale).
+  EXPECT_DOUBLE_EQ(Sim.R.Ops[B1].End, 2);
+  EXPECT_DOUBLE_EQ(Sim.R.Ops[B2].Start, 2);
+  EXPECT_DOUBLE_EQ(Sim.R.Ops[B2].End, 4);
+  EXPECT_DOUBLE_EQ(Sim.R.Ops[A].End, 5);
+  EXPECT_DOUBLE_EQ(Sim.R.StepTime, 5);
+  EXPECT_EQ(Sim.R.CriticalPath, (std::vector<uint32_t>{A}));
+
+  // The work bound counts the group as one device's worth (2 x 0.5) and
+  // g2 as one: 5 s of work over 2.
+  Expected<SimGraph> SG = SimGraph::build(B.G, C);
+  ASSERT_TRUE(bool(SG));
+  EXPECT_DOUBLE_EQ(computeLowerBounds(*SG).Work, 5.0 / 2);
+  EXPECT_GE(Sim.R.StepTime, computeLowerBounds(*SG).best());
+}
+
 TEST(SimulatorTest, RunsAreRepeatableWithOneSimulator) {
   GraphBuilder B;
   TensorId X = B.input("x", 1);

@@ -85,6 +85,22 @@ struct Link {
   double Latency = 0;
 };
 
+/// Devices that share execution resources: the hardware threads of one
+/// core, cores that share one memory system, processes sharing one GPU.
+/// While K of them run ops at the same time, each runs at Speed[K - 1] of
+/// its own speed (Speed[0] is 1: a device alone runs at its type's
+/// figures). The simulator shares time among them accordingly.
+struct SharedGroup {
+  /// Indices into Cluster::getDevices(), at least two, each in one group.
+  std::vector<unsigned> Devices;
+  /// One entry per device of the group, each in (0, 1], Speed[0] == 1.
+  std::vector<double> Speed;
+
+  /// The total rate of the group, in devices' worth of work per second,
+  /// at its best concurrency: max over K of K * Speed[K - 1].
+  double getCapacity() const;
+};
+
 /// The most devices a cluster may have: a route is kept for every pair of
 /// devices, and placers work per device.
 constexpr unsigned MaxClusterDevices = 1024;
@@ -96,6 +112,9 @@ public:
   llvm::ArrayRef<Device> getDevices() const { return Devices; }
   llvm::ArrayRef<std::string> getSwitches() const { return Switches; }
   llvm::ArrayRef<Link> getLinks() const { return Links; }
+  llvm::ArrayRef<SharedGroup> getSharedGroups() const { return Shared; }
+  /// The index of the shared group holding device \p Dev, or -1.
+  int getSharedGroup(unsigned Dev) const { return GroupOf[Dev]; }
 
   unsigned getNumDevices() const { return Devices.size(); }
   const DeviceType &getDeviceType(unsigned Dev) const {
@@ -131,12 +150,15 @@ public:
 
   /// Builds a cluster, checking it: names unique and non-empty, positive
   /// bandwidths, capacities and peaks, every device reachable from every
-  /// other. Computes the routes. Errors name the offending entry.
+  /// other; shared groups of two or more known devices, each device in one
+  /// group, speeds as SharedGroup says. Computes the routes. Errors name
+  /// the offending entry.
   static llvm::Expected<Cluster> create(std::string Name,
                                         std::vector<DeviceType> Types,
                                         std::vector<Device> Devices,
                                         std::vector<std::string> Switches,
-                                        std::vector<Link> Links);
+                                        std::vector<Link> Links,
+                                        std::vector<SharedGroup> Shared = {});
 
 private:
   struct RouteInfo {
@@ -150,6 +172,9 @@ private:
   std::vector<Device> Devices;
   std::vector<std::string> Switches;
   std::vector<Link> Links;
+  std::vector<SharedGroup> Shared;
+  /// Per device: its index in Shared, or -1.
+  std::vector<int> GroupOf;
   /// Device-by-device, row-major.
   std::vector<RouteInfo> Routes;
 };

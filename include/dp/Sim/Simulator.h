@@ -15,6 +15,10 @@
 ///   producer finishes, over the route between the devices; a transfer
 ///   occupies every channel of its route, channels serve transfers in the
 ///   order they were requested, and transfers overlap compute;
+/// - devices of a shared group (SharedGroup: hardware threads of one core,
+///   and the like) share their execution resources: while K of them run
+///   ops, each op progresses at Speed[K - 1] of its own time, and an op's
+///   end moves whenever another op of the group starts or ends;
 /// - memory: an op's results are allocated on its device when it starts
 ///   and freed once their last reader there has finished and every
 ///   transfer out of them is done; a received copy is allocated when its
@@ -153,6 +157,11 @@ private:
   void makeAvailable(uint32_t T, unsigned Dev, double Now, SimResult &R);
   void allocate(unsigned Dev, uint64_t Bytes, uint32_t Op, SimResult &R);
   void release(uint32_t T, unsigned Dev);
+  /// Shared groups: the work left of every running op of group \p Grp as
+  /// of \p Now, then, with \p Delta devices more (or fewer) busy, each
+  /// op's new end. \p Except is left for the caller.
+  void reshare(unsigned Grp, int Delta, double Now, unsigned Except);
+  void pushOpEnd(unsigned Dev, double Now);
 
   const SimGraph &G;
   const Cluster &C;
@@ -178,6 +187,16 @@ private:
   std::vector<uint8_t> Busy;
   std::vector<double> ChannelFree;
   std::vector<uint64_t> Live;
+  /// Shared groups. Per group: busy devices. Per device: the running op,
+  /// its work left (seconds at full speed) at LastUpdate, when it started,
+  /// and a generation that marks its end event; an end event of an older
+  /// generation is stale (the op's end moved).
+  std::vector<int> GroupOf;
+  std::vector<std::vector<unsigned>> GroupDevices;
+  std::vector<std::vector<double>> GroupSpeed;
+  std::vector<unsigned> GroupBusy;
+  std::vector<uint32_t> RunningOp, Generation;
+  std::vector<double> WorkLeft, LastUpdate, StartedAt;
   /// What made each op start: the op or transfer it waited for last.
   std::vector<uint32_t> WaitedOn;
   std::vector<double> ReadyTime;
