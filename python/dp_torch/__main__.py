@@ -17,7 +17,8 @@ import torch
 
 from .graph import PlacedGraph, RuntimeError_
 from .module import (Optimizer, PlacedModule, as_tensor, loss_of,
-                     make_inputs, parse_device_map, synchronize, train_step)
+                     make_inputs, parse_device_map, set_threads, synchronize,
+                     train_step)
 
 PROG = "dp_torch"
 
@@ -276,7 +277,7 @@ def _setup_threads(args):
     if args.threads is not None:
         if args.threads < 1:
             raise RuntimeError_("error: --threads must be at least 1")
-        torch.set_num_threads(args.threads)
+        set_threads(args.threads)
 
 
 # --------------------------------------------------------------------------

@@ -8,6 +8,14 @@ simulator and the runtime see the same cluster: K devices `cpu:0` ..
 `cpu:K-1` of one type `host-core`, joined pairwise by links whose latency
 and bandwidth are fitted (least squares, `time = latency + bytes /
 bandwidth`) to one-way times of the runtime's messages between two ranks.
+
+Workers may share a core's execution units (two hardware threads of one
+core, or virtual CPUs that the hypervisor backs that way). The K workers
+are therefore declared a shared group whose speeds are measured: for k = 1
+.. K, k processes run the same one-thread f32 matrix product at once, and
+speed[k-1] is their median rate over the rate of one alone. The matrix
+product stands for the convolutions and matrix products that take most of
+a model's time; streaming (memory-bound) kernels may slow less.
 """
 
 import json
@@ -19,6 +27,8 @@ import time
 
 import numpy as np
 import torch
+
+from .module import set_threads
 
 SIZES = [4, 4096, 65536, 1 << 20, 8 << 20, 32 << 20]
 
@@ -60,7 +70,7 @@ def _fit(points):
 
 def _measure_core():
     """One thread: f32 matrix-product rate and streaming bandwidth."""
-    torch.set_num_threads(1)
+    set_threads(1)
     n = 512
     a, b = torch.randn(n, n), torch.randn(n, n)
     best = float("inf")
@@ -79,6 +89,48 @@ def _measure_core():
         best = min(best, time.perf_counter() - start)
     bandwidth = 3 * 4 * m / best
     return flops, bandwidth
+
+
+SHARING_SECONDS = 1.0
+
+
+def _probe_core(start_at):
+    """One process of the sharing probe: from wall time start_at, f32
+    matrix products on one thread for SHARING_SECONDS; prints their rate in
+    FLOP/s."""
+    set_threads(1)
+    n = 512
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    torch.mm(a, b)
+    while time.time() < start_at:
+        time.sleep(0.001)
+    # Products done over the whole window, not the median product: a
+    # hypervisor that time-slices two virtual CPUs on one core leaves most
+    # products untouched and stalls a few for a whole slice.
+    count, start = 0, time.perf_counter()
+    while time.perf_counter() - start < SHARING_SECONDS:
+        torch.mm(a, b)
+        count += 1
+    print(2.0 * n ** 3 * count / (time.perf_counter() - start))
+
+
+def _measure_sharing(workers):
+    """speed[k-1]: the median rate of k workers busy at once over the rate
+    of one alone (rounded; at most 1)."""
+    rates = []
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    for k in range(1, workers + 1):
+        start_at = time.time() + 2.0  # after every process has started
+        procs = [subprocess.Popen(
+            [sys.executable, "-m", "dp_torch", "host-cluster"],
+            env=dict(env, DP_TORCH_CORE_PROBE=repr(start_at)),
+            stdout=subprocess.PIPE, universal_newlines=True)
+            for _ in range(k)]
+        outs = [p.communicate(timeout=120)[0] for p in procs]
+        if any(p.returncode for p in procs):
+            raise RuntimeError("the core-sharing probe failed")
+        rates.append(statistics.median(float(o) for o in outs))
+    return [1.0] + [min(1.0, round(r / rates[0], 3)) for r in rates[1:]]
 
 
 def _measure_dispatch():
@@ -116,7 +168,8 @@ def _measure_dispatch():
     return best / 200
 
 
-def make_cluster(workers, link, flops, bandwidth, dispatch, memory):
+def make_cluster(workers, link, flops, bandwidth, dispatch, memory,
+                 speed=None):
     latency, bw = link
     devices = [{"name": "cpu:%d" % i, "type": "host-core"}
                for i in range(workers)]
@@ -126,7 +179,7 @@ def make_cluster(workers, link, flops, bandwidth, dispatch, memory):
             links.append({"between": ["cpu:%d" % i, "cpu:%d" % j],
                           "bandwidth": float("%.6g" % bw),
                           "latency": float("%.6g" % latency)})
-    return {
+    cluster = {
         "name": "host%d" % workers,
         "device_types": [{
             "name": "host-core", "kind": "cpu",
@@ -137,9 +190,16 @@ def make_cluster(workers, link, flops, bandwidth, dispatch, memory):
         "devices": devices,
         "links": links,
     }
+    if speed and workers > 1:
+        cluster["shared"] = [{"devices": [d["name"] for d in devices],
+                              "speed": speed}]
+    return cluster
 
 
 def main(args):
+    if os.environ.get("DP_TORCH_CORE_PROBE"):
+        _probe_core(float(os.environ["DP_TORCH_CORE_PROBE"]))
+        return 0
     if os.environ.get("DP_TORCH_LINK_PROBE"):
         points = _measure_link(args.rounds)
         if int(os.environ["RANK"]) == 0:
@@ -170,9 +230,10 @@ def main(args):
     link = _fit(points)
     flops, bandwidth = _measure_core()
     dispatch = _measure_dispatch()
+    speed = _measure_sharing(args.workers)
     memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     cluster = make_cluster(args.workers, link, flops, bandwidth, dispatch,
-                           memory)
+                           memory, speed)
     text = json.dumps(cluster, indent=2) + "\n"
     if args.out in (None, "-"):
         sys.stdout.write(text)
@@ -186,7 +247,9 @@ def main(args):
                          % (b, t * 1e6))
     sys.stderr.write(
         "dp_torch: host%d: link %.1f us + %.2f GB/s, core %.1f GFLOP/s "
-        "(f32 mm), %.1f GB/s, %.1f us per node\n"
+        "(f32 mm), %.1f GB/s, %.1f us per node; speed with 1..%d busy: "
+        "%s\n"
         % (args.workers, link[0] * 1e6, link[1] / 1e9, flops / 1e9,
-           bandwidth / 1e9, dispatch * 1e6))
+           bandwidth / 1e9, dispatch * 1e6, args.workers,
+           " ".join("%g" % v for v in speed)))
     return 0

@@ -444,6 +444,28 @@ def train_step(module, feeds, optimizer, input_grads=True):
     return float(loss.detach())
 
 
+def set_threads(n):
+    """n intra-op threads for torch and for the BLAS it calls.
+
+    torch.set_num_threads covers OpenMP and MKL; an OpenBLAS built with its
+    own threads (Debian's torch calls one) ignores it and keeps one thread
+    per core for every matrix product unless told through its own call.
+    """
+    torch.set_num_threads(n)
+    try:
+        with open("/proc/self/maps") as f:
+            libs = sorted({line.split()[-1] for line in f
+                           if "libopenblas" in line})
+    except OSError:
+        return
+    import ctypes
+    for lib in libs:
+        try:
+            ctypes.CDLL(lib).openblas_set_num_threads(n)
+        except (OSError, AttributeError):
+            pass
+
+
 def synchronize(devices):
     for d in devices:
         if d.type == "cuda":

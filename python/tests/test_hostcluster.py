@@ -1,0 +1,60 @@
+"""host-cluster: this machine described as a dp cluster, read by dp-opt."""
+
+import ctypes
+import json
+import subprocess
+
+import pytest
+import torch
+
+from conftest import dp_opt, run_runtime
+
+from dp_torch.module import set_threads
+
+
+def test_host_cluster_is_a_cluster_dp_opt_reads(tmp_path):
+    out = tmp_path / "host2.json"
+    proc = run_runtime(["host-cluster", "--workers", "2", "--rounds", "3",
+                        "--out", str(out)], tmp_path)
+    assert "host2: link" in proc.stderr
+    cluster = json.loads(out.read_text())
+    assert [d["name"] for d in cluster["devices"]] == ["cpu:0", "cpu:1"]
+    (link,) = cluster["links"]
+    assert link["between"] == ["cpu:0", "cpu:1"]
+    assert link["bandwidth"] > 0 and link["latency"] > 0
+    (group,) = cluster["shared"]
+    assert group["devices"] == ["cpu:0", "cpu:1"]
+    assert group["speed"][0] == 1 and 0 < group["speed"][1] <= 1
+    printed = subprocess.run([dp_opt(), "-print-cluster",
+                              "-cluster=%s" % out], capture_output=True,
+                             text=True, timeout=60)
+    assert printed.returncode == 0, printed.stderr
+    assert "shared groups" in printed.stdout
+    assert "cpu:0 cpu:1: 1 " in printed.stdout
+
+
+def test_host_cluster_needs_a_worker(tmp_path):
+    proc = run_runtime(["host-cluster", "--workers", "0"], tmp_path,
+                       expect_ok=False)
+    assert proc.returncode == 1
+    assert "--workers must be at least 1" in proc.stderr
+
+
+def _openblas():
+    with open("/proc/self/maps") as f:
+        libs = sorted({line.split()[-1] for line in f
+                       if "libopenblas" in line})
+    return ctypes.CDLL(libs[0]) if libs else None
+
+
+def test_set_threads_reaches_openblas():
+    lib = _openblas()
+    if lib is None or not hasattr(lib, "openblas_get_num_threads"):
+        pytest.skip("torch here does not call OpenBLAS")
+    before = torch.get_num_threads()
+    try:
+        set_threads(1)
+        assert torch.get_num_threads() == 1
+        assert lib.openblas_get_num_threads() == 1
+    finally:
+        set_threads(before)
