@@ -289,6 +289,8 @@ void CostAnnotatePass::printPipeline(raw_ostream &OS) const {
     S << LS << "profile-device=" << Opts.ProfileDevice;
   if (Opts.ProfileStat == ProfileStatKind::Min)
     S << LS << "profile-stat=min";
+  else if (Opts.ProfileStat == ProfileStatKind::Mean)
+    S << LS << "profile-stat=mean";
   if (Opts.Runs != Defaults.Runs)
     S << LS << "runs=" << Opts.Runs;
   if (!Opts.CacheDir.empty())
@@ -331,9 +333,11 @@ Expected<CostOptions> CostAnnotatePass::parseOptions(
         Opts.ProfileStat = ProfileStatKind::Median;
       else if (Value == "min")
         Opts.ProfileStat = ProfileStatKind::Min;
+      else if (Value == "mean")
+        Opts.ProfileStat = ProfileStatKind::Mean;
       else
-        return makeError("cost-annotate: profile-stat must be median or min, "
-                         "not '" +
+        return makeError("cost-annotate: profile-stat must be median, min or "
+                         "mean, not '" +
                          Value + "'");
       HasProfileStat = true;
       continue;

@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <numeric>
 #include <tuple>
 
 using namespace llvm;
@@ -179,7 +180,7 @@ public:
 
   std::vector<std::string> takeNotes() { return std::move(Notes); }
 
-  /// The median or minimum duration of every name, as \p Stat says.
+  /// The median, minimum or mean duration of every name, as \p Stat says.
   StringMap<double> takeTimes(ProfileStatKind Stat) {
     StringMap<double> Times;
     for (auto &KV : Durations) {
@@ -188,6 +189,8 @@ public:
       size_t N = D.size();
       if (Stat == ProfileStatKind::Min)
         Times[KV.getKey()] = D.front();
+      else if (Stat == ProfileStatKind::Mean)
+        Times[KV.getKey()] = std::accumulate(D.begin(), D.end(), 0.0) / N;
       else
         Times[KV.getKey()] = N % 2 ? D[N / 2] : (D[N / 2 - 1] + D[N / 2]) / 2;
     }

@@ -171,6 +171,8 @@ TEST(CostAnnotateTest, ParseAndPrintOptions) {
             "cost-annotate{profile=p.json}");
   EXPECT_EQ(RoundTrip({{"profile-stat", "min"}, {"profile", "p.json"}}),
             "cost-annotate{profile=p.json,profile-stat=min}");
+  EXPECT_EQ(RoundTrip({{"profile-stat", "mean"}, {"profile", "p.json"}}),
+            "cost-annotate{profile=p.json,profile-stat=mean}");
 
   auto ErrorOf = [](std::vector<std::pair<std::string, std::string>> KVs) {
     Expected<CostOptions> O = CostAnnotatePass::parseOptions(KVs);
@@ -192,8 +194,9 @@ TEST(CostAnnotateTest, ParseAndPrintOptions) {
             "cost-annotate: profile-device= needs profile=<file>");
   EXPECT_EQ(ErrorOf({{"profile-stat", "min"}}),
             "cost-annotate: profile-stat= needs profile=<file>");
-  EXPECT_EQ(ErrorOf({{"profile", "p.json"}, {"profile-stat", "mean"}}),
-            "cost-annotate: profile-stat must be median or min, not 'mean'");
+  EXPECT_EQ(ErrorOf({{"profile", "p.json"}, {"profile-stat", "mode"}}),
+            "cost-annotate: profile-stat must be median, min or mean, not "
+            "'mode'");
   EXPECT_EQ(ErrorOf({{"speed", "fast"}}),
             "cost-annotate: unknown option 'speed' (expected source=, "
             "profile=, profile-device=, profile-stat=, runs=, cache= or "

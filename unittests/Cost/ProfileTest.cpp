@@ -319,6 +319,9 @@ TEST(ProfileTest, KernelTimesMinOfSteps) {
   Expected<OpProfile> Min = OpProfile::parse(Buffer, ProfileStatKind::Min);
   ASSERT_TRUE(bool(Min)) << toString(Min.takeError());
   EXPECT_DOUBLE_EQ(*Min->lookup("A"), 3e-6);
+  Expected<OpProfile> Mean = OpProfile::parse(Buffer, ProfileStatKind::Mean);
+  ASSERT_TRUE(bool(Mean)) << toString(Mean.takeError());
+  EXPECT_DOUBLE_EQ(*Mean->lookup("A"), 5e-6);
 }
 
 TEST(ProfileTest, TraceErrors) {

@@ -70,7 +70,7 @@ public:
   void printPipeline(llvm::raw_ostream &OS) const;
 
   /// Parses "source=roofline|onednn", "profile=FILE", "profile-device=TYPE",
-  /// "profile-stat=median|min", "runs=N", "cache=DIR" and
+  /// "profile-stat=median|min|mean", "runs=N", "cache=DIR" and
   /// "measure-limit=SECONDS".
   static llvm::Expected<CostOptions>
   parseOptions(llvm::ArrayRef<std::pair<std::string, std::string>> KVs);

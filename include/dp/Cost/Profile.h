@@ -25,7 +25,7 @@
 /// its own duration.
 ///
 /// A name seen several times (several profiled runs) gets the median of its
-/// times, or their minimum (ProfileStatKind). Errors name the file and the
+/// times, their minimum or their mean (ProfileStatKind). Errors name the file and the
 /// JSON path of the bad value.
 ///
 //===----------------------------------------------------------------------===//
@@ -70,6 +70,10 @@ enum class ProfileStatKind : uint8_t {
   /// The smallest per-step time: on a shared machine interference only
   /// adds time, so the fastest step is the closest to the op's own.
   Min,
+  /// The mean of the per-step times: the statistic whose sum over a step's
+  /// ops is the expected step, where per-op times are skewed (medians and
+  /// minima of each op add up to less than any real step).
+  Mean,
 };
 
 /// Times by op name.
