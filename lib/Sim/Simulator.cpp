@@ -428,7 +428,8 @@ void Simulator::run(ArrayRef<uint32_t> Placement, SimResult &R,
     if (GroupOf[Dev] >= 0) {
       if (uint32_t(E.Payload >> 32) != Generation[Dev])
         continue; // The op's end has moved since.
-      Busy[Dev] = 0;
+      // The device stays busy until its queue is looked at below: readers
+      // woken here on it must queue, not start.
       reshare(GroupOf[Dev], -1, Now, Dev);
     }
     R.BusyTime[Dev] += GroupOf[Dev] < 0 ? G.Time[size_t(Op) * D + Dev]

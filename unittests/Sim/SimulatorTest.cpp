@@ -348,6 +348,25 @@ TEST(SimulatorTest, SharedDevicesSlowEachOtherWhileBothAreBusy) {
   EXPECT_DOUBLE_EQ(Apart.R.StepTime, 2);
 }
 
+TEST(SimulatorTest, ASharedDeviceStillRunsOneOpAtATime) {
+  // a's result wakes two readers on its own device: they run one after the
+  // other, alone in the group, as on any device.
+  GraphBuilder B;
+  OpId A = B.op("a", 1, {B.input("x", 1)}, {1});
+  OpId L = B.op("left", 2, {B.result(A)}, {1});
+  OpId R = B.op("right", 3, {B.result(A)}, {1});
+  OpId J = B.op("join", 1, {B.result(L), B.result(R)}, {1});
+  B.G.addOutput(B.result(J));
+  Cluster C = makeSharedCluster();
+  SimRun Sim;
+  Sim.simulate(B.G, C, {0, 0, 0, 0});
+  EXPECT_DOUBLE_EQ(Sim.R.Ops[L].Start, 1);
+  EXPECT_DOUBLE_EQ(Sim.R.Ops[R].Start, 3);
+  EXPECT_DOUBLE_EQ(Sim.R.Ops[J].Start, 6);
+  EXPECT_DOUBLE_EQ(Sim.R.StepTime, 7);
+  EXPECT_DOUBLE_EQ(Sim.R.BusyTime[0], 7);
+}
+
 TEST(SimulatorTest, ASharedOpsEndMovesEachTimeTheGroupChanges) {
   GraphBuilder B;
   OpId A = B.op("a", 3, {B.input("x", 1)}, {1});
@@ -373,6 +392,52 @@ TEST(SimulatorTest, ASharedOpsEndMovesEachTimeTheGroupChanges) {
   ASSERT_TRUE(bool(SG));
   EXPECT_DOUBLE_EQ(computeLowerBounds(*SG).Work, 5.0 / 2);
   EXPECT_GE(Sim.R.StepTime, computeLowerBounds(*SG).best());
+}
+
+TEST(SimulatorTest, AGroupThatNeverSlowsChangesNothing) {
+  // Random DAGs and placements on three devices: a shared group of g0 and
+  // g1 whose speeds are all 1 must give the timeline of no group at all.
+  Cluster Plain = makeCluster(1e6, 1e-4, 1 << 30, /*NumDevices=*/3);
+  SharedGroup Grp;
+  Grp.Devices = {0, 1};
+  Grp.Speed = {1, 1};
+  Cluster Shared = cantFail(Cluster::create(
+      "shared", Plain.getTypes().vec(), Plain.getDevices().vec(),
+      Plain.getSwitches().vec(), Plain.getLinks().vec(), {Grp}));
+  uint64_t Seed = 12345;
+  auto Next = [&](uint64_t N) {
+    Seed = Seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (Seed >> 33) % N;
+  };
+  for (unsigned Trial = 0; Trial != 20; ++Trial) {
+    GraphBuilder B;
+    std::vector<TensorId> Values{B.input("x", 1), B.input("y", 64)};
+    std::vector<uint32_t> Placement;
+    for (unsigned I = 0; I != 60; ++I) {
+      std::vector<TensorId> Ins{Values[Next(Values.size())]};
+      if (Next(2))
+        Ins.push_back(Values[Next(Values.size())]);
+      if (Ins.size() == 2 && Ins[0] == Ins[1])
+        Ins.pop_back();
+      OpId O = B.op("op" + std::to_string(I), 0.001 * (1 + Next(50)), Ins,
+                    {int64_t(1 + Next(4096))});
+      Values.push_back(B.result(O));
+      Placement.push_back(Next(3));
+    }
+    B.G.addOutput(Values.back());
+    SimRun A, S;
+    A.simulate(B.G, Plain, Placement);
+    S.simulate(B.G, Shared, Placement);
+    EXPECT_DOUBLE_EQ(A.R.StepTime, S.R.StepTime) << "trial " << Trial;
+    EXPECT_EQ(A.R.PeakBytes, S.R.PeakBytes) << "trial " << Trial;
+    EXPECT_EQ(A.R.NumTransfers, S.R.NumTransfers) << "trial " << Trial;
+    for (unsigned Dev = 0; Dev != 3; ++Dev)
+      EXPECT_NEAR(A.R.BusyTime[Dev], S.R.BusyTime[Dev], 1e-9)
+          << "trial " << Trial;
+    for (unsigned Op = 0; Op != Placement.size(); ++Op)
+      EXPECT_DOUBLE_EQ(A.R.Ops[Op].End, S.R.Ops[Op].End)
+          << "trial " << Trial << " op " << Op;
+  }
 }
 
 TEST(SimulatorTest, RunsAreRepeatableWithOneSimulator) {
