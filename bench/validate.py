@@ -265,7 +265,7 @@ def section(rows, cluster, command):
         "(`python3 -m dp_torch run`) measured, on this machine as the "
         "cluster `%s`: %d one-core CPU workers (one runtime rank each, "
         "one thread), link %.0f us + %.2f GB/s measured on the runtime's "
-        "own messages. Models at `utils/export-models.py --size "
+        "own messages%s. Models at `utils/export-models.py --size "
         "validation` (same networks, smaller batches and sequences); "
         "placements made with the profiled costs (medians); each placement "
         "simulated as the runtime runs it (`place{algo=given}`) with each "
@@ -280,7 +280,11 @@ def section(rows, cluster, command):
             cluster["name"], len(cluster["devices"]),
             cluster["links"][0]["latency"] * 1e6 if cluster["links"] else 0,
             (cluster["links"][0]["bandwidth"] / 1e9) if cluster["links"]
-            else 0, command))
+            else 0,
+            "; the workers a shared group whose speed with 1, 2, ... busy "
+            "is %s (`host-cluster`'s probe)" % ", ".join(
+                "%g" % v for v in cluster["shared"][0]["speed"])
+            if cluster.get("shared") else "", command))
     lines.append("")
     head = "| model | step | placer | devices | measured ms: median " \
         "(fastest-slowest) |"
