@@ -53,6 +53,9 @@ config.substitutions.append(
     ("%import-sweep", "%s %s" % (config.python_executable,
                                  os.path.join(config.dp_src_root, "utils",
                                               "import-sweep.py"))))
+config.substitutions.append(
+    ("%testdata-shapes", "/usr/bin/python3 %s" % os.path.join(
+        config.dp_src_root, "utils", "testdata-shapes.py")))
 
 # Optional tools that utils/setup.sh installs, so that CI runs the tests
 # that need them: Debian's python3-onnx (the real ONNX checker on emitted

@@ -221,6 +221,16 @@ Error CostAnnotatePass::run(Graph &G, PassContext &Ctx) {
       }
     }
 
+    // import-onnx folded this op (a shape computation; `folded` says so):
+    // its value is known before the step, as a compiler's constant folding
+    // would make it, so it costs nothing.
+    if (const Attribute *F = TheOp.Annotations.get("folded");
+        F && F->getKind() == AttrKind::Int && F->getInt()) {
+      std::fill(T, T + NumTypes, 0.0);
+      Flops[O] = 0;
+      Note.clear();
+    }
+
     if (Profile) {
       Optional<double> P = Profile->lookup(TheOp.Name);
       if (!P && !TheOp.SourceName.empty())

@@ -5,6 +5,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "dp/Import/ONNXImporter.h"
+#include "OpsetAdapter.h"
+#include "ShapeFolder.h"
 #include "dp/IR/Bytecode.h"
 #include "dp/IR/TextFormat.h"
 #include "dp/Support/Diagnostics.h"
@@ -384,6 +386,8 @@ private:
   Error sortNodes();
   Error runChecker();
   Error runShapeInference();
+  /// Folds shape subgraphs between rounds of shape inference.
+  Error foldShapes();
   Expected<Graph> buildGraph();
   /// Sets the `device` of the ops that the model's dp.placement metadata
   /// entry places (a model written by emit{format=onnx}).
@@ -435,6 +439,8 @@ private:
   std::vector<std::string> SourceNames;
   /// Whether node I was renamed (its source name differs from its name).
   std::vector<bool> RenamedNodes;
+
+  std::unique_ptr<ShapeFolder> Folder;
 
   ErrorList Errors{MaxReportedErrors};
 };
@@ -521,9 +527,18 @@ Error ONNXImporter::collectWeights() {
 }
 
 Error ONNXImporter::applyOverrides() {
-  if (!Opts.Batch && Opts.Dims.empty())
+  if (Opts.empty())
     return Error::success();
   onnx::GraphProto &G = *Model->mutable_graph();
+  // shape= is checked against the model's own dimensions.
+  StringMap<onnx::TensorShapeProto> OwnShapes;
+  for (const auto &[Name, Dims] : Opts.Shapes) {
+    (void)Dims;
+    for (const onnx::ValueInfoProto &VI : G.input())
+      if (VI.name() == Name && !WeightNames.contains(VI.name()) &&
+          VI.type().has_tensor_type())
+        OwnShapes[Name] = VI.type().tensor_type().shape();
+  }
   auto IsDataInput = [&](const onnx::ValueInfoProto &VI) {
     return !WeightNames.contains(VI.name()) && VI.type().has_tensor_type() &&
            VI.type().tensor_type().has_shape();
@@ -557,6 +572,50 @@ Error ONNXImporter::applyOverrides() {
     if (!UsedDims.contains(KV.first))
       addError(makeError("import-onnx: no graph input has a dimension named '" +
                          KV.first + "'"));
+  for (const auto &[Name, Dims] : Opts.Shapes) {
+    auto Own = OwnShapes.find(Name);
+    if (Own == OwnShapes.end()) {
+      addError(makeError("import-onnx: shape=" + Name +
+                         ": the model has no graph input named '" + Name +
+                         "'"));
+      continue;
+    }
+    // A shape the model does not give (no shape at all) takes any rank.
+    bool HasShape = false;
+    for (const onnx::ValueInfoProto &VI : G.input())
+      if (VI.name() == Name)
+        HasShape = VI.type().tensor_type().has_shape();
+    const onnx::TensorShapeProto &Declared = Own->second;
+    if (HasShape && Declared.dim_size() != int(Dims.size())) {
+      addError(makeTensorError("", Name,
+                               "import-onnx{shape=}: the input has rank " +
+                                   Twine(Declared.dim_size()) +
+                                   ", the shape gives " + Twine(Dims.size()) +
+                                   " dimensions"));
+      continue;
+    }
+    bool OK = true;
+    for (int I = 0; HasShape && I != Declared.dim_size(); ++I)
+      if (Declared.dim(I).has_dim_value() &&
+          Declared.dim(I).dim_value() != Dims[I]) {
+        addError(makeTensorError(
+            "", Name,
+            "import-onnx{shape=}: dimension " + Twine(I) + " is " +
+                Twine(Declared.dim(I).dim_value()) + " in the model, not " +
+                Twine(Dims[I])));
+        OK = false;
+      }
+    if (!OK)
+      continue;
+    for (onnx::ValueInfoProto &VI : *G.mutable_input()) {
+      if (VI.name() != Name)
+        continue;
+      auto *Shape = VI.mutable_type()->mutable_tensor_type()->mutable_shape();
+      Shape->clear_dim();
+      for (int64_t D : Dims)
+        Shape->add_dim()->set_dim_value(D);
+    }
+  }
   // Shapes recorded for the old sizes would contradict the new ones: drop
   // them and let inference recompute every shape.
   G.clear_value_info();
@@ -1080,6 +1139,27 @@ Error ONNXImporter::runShapeInference() {
   return Error::success();
 }
 
+Error ONNXImporter::foldShapes() {
+  int Opset = 1;
+  for (const auto &O : Model->opset_import())
+    if (O.domain().empty() || O.domain() == "ai.onnx")
+      Opset = O.version();
+  Folder = std::make_unique<ShapeFolder>(*Model->mutable_graph(), Opset);
+  // Each round folds what the last round's shapes allow; a round that
+  // folds nothing new for an unfinished node ends it.
+  while (true) {
+    Expected<bool> More = Folder->run();
+    if (!More)
+      return More.takeError();
+    if (!*More)
+      break;
+    if (Error E = runShapeInference())
+      return E;
+  }
+  Folder->finish();
+  return Error::success();
+}
+
 /// Describes why \p T is not a static tensor type, for an error message.
 static std::string describeNonStatic(const onnx::TypeProto *TP) {
   if (!TP)
@@ -1213,6 +1293,13 @@ Expected<Graph> ONNXImporter::buildGraph() {
     if (!ImplicitInputs[I].empty())
       G.getOp(Id).Annotations.set(
           "implicit_operands", Attribute::getInt(ImplicitInputs[I].size()));
+    // An op whose every result was folded computes a shape: its value is
+    // known before the step runs.
+    if (Folder && N.output_size() &&
+        all_of(N.output(), [&](const std::string &Out) {
+          return Out.empty() || Folder->isFolded(Out);
+        }))
+      G.getOp(Id).Annotations.set("folded", Attribute::getInt(1));
   }
   for (const auto &VI : OG.output()) {
     TensorId T = G.lookupTensor(VI.name());
@@ -1286,12 +1373,16 @@ Expected<Graph> ONNXImporter::run() {
           return E;
         if (Error E = computeNodeNames())
           return E;
+        if (Error E = adaptToOpset17(*Model, Buffer.getBufferIdentifier()))
+          return E;
         return sortNodes();
       }))
     return std::move(E);
   if (Error E = phase("checker", [&] { return runChecker(); }))
     return std::move(E);
   if (Error E = phase("shape inference", [&] { return runShapeInference(); }))
+    return std::move(E);
+  if (Error E = phase("shape folding", [&] { return foldShapes(); }))
     return std::move(E);
   Optional<Expected<Graph>> G;
   cantFail(phase("build", [&] {
@@ -1325,7 +1416,7 @@ Error ImportONNXPass::run(Graph &G, PassContext &Ctx) {
 
 void ImportONNXPass::printPipeline(raw_ostream &OS) const {
   OS << name();
-  if (!Opts.Batch && Opts.Dims.empty())
+  if (Opts.empty())
     return;
   OS << '{';
   ListSeparator LS(",");
@@ -1333,6 +1424,12 @@ void ImportONNXPass::printPipeline(raw_ostream &OS) const {
     OS << LS << "batch=" << *Opts.Batch;
   for (const auto &[Name, Value] : Opts.Dims)
     OS << LS << "dim=" << Name << ':' << Value;
+  for (const auto &[Name, Dims] : Opts.Shapes) {
+    OS << LS << "shape=" << Name << ':';
+    ListSeparator X("x");
+    for (int64_t D : Dims)
+      OS << X << D;
+  }
   OS << '}';
 }
 
@@ -1357,8 +1454,33 @@ Expected<ImportOptions> ImportONNXPass::parseOptions(
       Opts.Dims.emplace_back(Name.str(), N);
       continue;
     }
+    if (Key == "shape") {
+      auto [Name, Text] = StringRef(Value).rsplit(':');
+      std::vector<int64_t> Dims;
+      SmallVector<StringRef, 4> Parts;
+      Text.split(Parts, 'x');
+      bool OK = !Name.empty() && !Text.empty();
+      for (StringRef P : Parts) {
+        int64_t N;
+        if (!to_integer(P, N, 10) || N <= 0) {
+          OK = false;
+          break;
+        }
+        Dims.push_back(N);
+      }
+      if (!OK)
+        return makeError("import-onnx: shape takes NAME:D0xD1x... with each "
+                         "D a positive integer, not '" + Value + "'");
+      for (const auto &S : Opts.Shapes)
+        if (S.first == Name)
+          return makeError("import-onnx: shape= is given twice for input '" +
+                           Name + "'");
+      Opts.Shapes.emplace_back(Name.str(), std::move(Dims));
+      continue;
+    }
     return makeError("import-onnx: unknown option '" + Key +
-                     "' (expected batch=N or dim=NAME:N)");
+                     "' (expected batch=N, dim=NAME:N or "
+                     "shape=NAME:D0xD1x...)");
   }
   return Opts;
 }

@@ -50,6 +50,11 @@ struct ImportOptions {
   llvm::Optional<int64_t> Batch;
   /// Sets every input dimension named first (an ONNX dim_param) to second.
   std::vector<std::pair<std::string, int64_t>> Dims;
+  /// Sets the whole shape of the graph input named first; wins over Batch
+  /// and Dims for that input.
+  std::vector<std::pair<std::string, std::vector<int64_t>>> Shapes;
+
+  bool empty() const { return !Batch && Dims.empty() && Shapes.empty(); }
 };
 
 /// Imports the ONNX model in \p Buffer. Errors are located at the node and
@@ -86,7 +91,8 @@ public:
   llvm::Error run(Graph &G, PassContext &Ctx);
   void printPipeline(llvm::raw_ostream &OS) const;
 
-  /// Parses the pass options "batch=N" and "dim=NAME:N" (repeatable).
+  /// Parses the pass options "batch=N", "dim=NAME:N" and
+  /// "shape=NAME:D0xD1x..." (both repeatable).
   static llvm::Expected<ImportOptions>
   parseOptions(llvm::ArrayRef<std::pair<std::string, std::string>> KVs);
 
