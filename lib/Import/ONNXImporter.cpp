@@ -50,6 +50,12 @@ namespace dp {
 /// of the model: shape inference reads their values (Reshape's shape,
 /// Slice's starts, ...). Everything else is known by type only.
 static constexpr int64_t MaxInlineIntElements = 1024;
+/// Float initializers up to this many elements stay too: Resize's scales,
+/// and the scalars that shape computations multiply by.
+static constexpr int64_t MaxInlineFloatElements = 16;
+/// The largest constant stored as external data that the working copy
+/// fills with zeros for the checker.
+static constexpr uint64_t MaxFilledConstantBytes = uint64_t(1) << 30;
 
 /// At most this many independent errors are reported for one model.
 static constexpr unsigned MaxReportedErrors = 20;
@@ -382,6 +388,14 @@ private:
   Error checkHeader();
   Error collectWeights();
   Error applyOverrides();
+  /// Constants and control-flow bodies' initializers stored as external
+  /// data: the checker wants their bytes, so floating-point ones get zeros
+  /// of their size in the working copy (recorded in Placeholders); integer
+  /// ones are an error, their values may be shapes.
+  void fillExternalTensors(onnx::NodeProto &N, bool InBody);
+  void fillExternalTensor(onnx::TensorProto &T, StringRef Node);
+  /// Sets the dimensions named by Opts.Dims in the bodies of \p N.
+  void setNamedDims(onnx::NodeProto &N);
   Error computeNodeNames();
   Error sortNodes();
   Error runChecker();
@@ -441,6 +455,8 @@ private:
   std::vector<bool> RenamedNodes;
 
   std::unique_ptr<ShapeFolder> Folder;
+  /// Tensors whose values are zeros standing in for external data.
+  NameSet Placeholders;
 
   ErrorList Errors{MaxReportedErrors};
 };
@@ -502,8 +518,10 @@ Error ONNXImporter::collectWeights() {
     }
 
     bool IsInt = Type.DType == DTypeKind::I64 || Type.DType == DTypeKind::I32;
+    bool IsFloat = Type.DType == DTypeKind::F32 || Type.DType == DTypeKind::F64;
     bool External = T.data_location() == onnx::TensorProto::EXTERNAL;
-    if (IsInt && !External && *NumElements <= MaxInlineIntElements) {
+    if (!External && ((IsInt && *NumElements <= MaxInlineIntElements) ||
+                      (IsFloat && *NumElements <= MaxInlineFloatElements))) {
       // Kept in the working copy, compacted to the front.
       Inits.SwapElements(NumKept++, I);
     } else if (!InputNames.contains(Name)) {
@@ -520,10 +538,104 @@ Error ONNXImporter::collectWeights() {
     Weights.push_back({Name, std::move(Type)});
   }
   Inits.DeleteSubrange(NumKept, Inits.size() - NumKept);
+  for (onnx::NodeProto &N : *G.mutable_node())
+    fillExternalTensors(N, /*InBody=*/false);
   for (const auto &S : G.sparse_initializer())
     addError(makeTensorError("", S.values().name(),
                              "sparse initializers are not supported"));
   return takeErrors();
+}
+
+/// Whether \p T's element type is a floating-point one.
+static bool isFloatTensor(const onnx::TensorProto &T) {
+  switch (T.data_type()) {
+  case onnx::TensorProto::FLOAT:
+  case onnx::TensorProto::FLOAT16:
+  case onnx::TensorProto::BFLOAT16:
+  case onnx::TensorProto::DOUBLE:
+    return true;
+  default:
+    return false;
+  }
+}
+
+void ONNXImporter::fillExternalTensor(onnx::TensorProto &T,
+                                      StringRef Node) {
+  if (T.data_location() != onnx::TensorProto::EXTERNAL)
+    return;
+  TensorType Type = convertTensorProtoType(T);
+  Optional<int64_t> Bytes = Type.getSizeInBytes();
+  if (!isFloatTensor(T)) {
+    // Integer constants may be shapes: zeros would fold into wrong ones.
+    addError(makeTensorError(Node, T.name(),
+                             "an integer constant whose data is stored "
+                             "outside the model file; dp needs its values "
+                             "(they may be shapes)"));
+    return;
+  }
+  if (!Bytes || uint64_t(*Bytes) > MaxFilledConstantBytes) {
+    addError(makeTensorError(Node, T.name(),
+                             "a constant stored outside the model file is "
+                             "over 1 GiB"));
+    return;
+  }
+  // The checker wants data where the type says: zeros stand in, and the
+  // folder never reads them (the values are floats of no shape).
+  T.clear_external_data();
+  T.set_data_location(onnx::TensorProto::DEFAULT);
+  T.set_raw_data(std::string(*Bytes, '\0'));
+  if (!T.name().empty())
+    Placeholders.insert(Saver.save(T.name()));
+}
+
+void ONNXImporter::fillExternalTensors(onnx::NodeProto &N, bool InBody) {
+  for (onnx::AttributeProto &A : *N.mutable_attribute()) {
+    if (A.has_t()) {
+      bool External = A.t().data_location() == onnx::TensorProto::EXTERNAL;
+      fillExternalTensor(*A.mutable_t(), N.name());
+      if (External && N.op_type() == "Constant" && N.output_size() == 1)
+        Placeholders.insert(Saver.save(N.output(0)));
+    }
+    auto Body = [&](onnx::GraphProto &B) {
+      for (onnx::TensorProto &T : *B.mutable_initializer())
+        fillExternalTensor(T, N.name());
+      for (onnx::NodeProto &Inner : *B.mutable_node())
+        fillExternalTensors(Inner, true);
+    };
+    if (A.has_g())
+      Body(*A.mutable_g());
+    for (onnx::GraphProto &B : *A.mutable_graphs())
+      Body(B);
+  }
+  (void)InBody;
+}
+
+void ONNXImporter::setNamedDims(onnx::NodeProto &N) {
+  auto Set = [&](onnx::ValueInfoProto &VI) {
+    if (!VI.type().has_tensor_type() || !VI.type().tensor_type().has_shape())
+      return;
+    for (auto &D : *VI.mutable_type()->mutable_tensor_type()->mutable_shape()
+                        ->mutable_dim())
+      for (const auto &[Name, Value] : Opts.Dims)
+        if (D.has_dim_param() && D.dim_param() == Name)
+          D.set_dim_value(Value);
+  };
+  auto Walk = [&](onnx::GraphProto &Body) {
+    for (auto &VI : *Body.mutable_input())
+      Set(VI);
+    for (auto &VI : *Body.mutable_output())
+      Set(VI);
+    for (auto &VI : *Body.mutable_value_info())
+      Set(VI);
+    for (onnx::NodeProto &Inner : *Body.mutable_node())
+      setNamedDims(Inner);
+  };
+  for (onnx::AttributeProto &A : *N.mutable_attribute()) {
+    if (A.has_g())
+      Walk(*A.mutable_g());
+    for (onnx::GraphProto &Body : *A.mutable_graphs())
+      Walk(Body);
+  }
 }
 
 Error ONNXImporter::applyOverrides() {
@@ -568,6 +680,11 @@ Error ONNXImporter::applyOverrides() {
         D->set_dim_value(*Opts.Batch);
     }
   }
+  // Control-flow bodies name the same dimensions in their own inputs and
+  // outputs (an If's branches, a Loop's body): they take the sizes too.
+  if (!Opts.Dims.empty())
+    for (onnx::NodeProto &N : *G.mutable_node())
+      setNamedDims(N);
   for (const auto &KV : Opts.Dims)
     if (!UsedDims.contains(KV.first))
       addError(makeError("import-onnx: no graph input has a dimension named '" +
@@ -1145,6 +1262,8 @@ Error ONNXImporter::foldShapes() {
     if (O.domain().empty() || O.domain() == "ai.onnx")
       Opset = O.version();
   Folder = std::make_unique<ShapeFolder>(*Model->mutable_graph(), Opset);
+  for (StringRef Name : Placeholders)
+    Folder->markUnknown(Name);
   // Each round folds what the last round's shapes allow; a round that
   // folds nothing new for an unfinished node ends it.
   while (true) {

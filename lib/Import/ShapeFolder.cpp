@@ -1342,8 +1342,9 @@ Expected<bool> ShapeFolder::run() {
     NumOwnInitializers = G.initializer_size();
     Done.assign(G.node_size(), false);
     for (const TP &T : G.initializer())
-      if (Optional<FoldValue> V = readTensorValue(T))
-        Values[T.name()] = std::move(*V);
+      if (!Unknown.contains(T.name()))
+        if (Optional<FoldValue> V = readTensorValue(T))
+          Values[T.name()] = std::move(*V);
   }
   // Types as inference left them, gathered when first needed: most graphs
   // fold nothing.
@@ -1398,7 +1399,9 @@ Expected<bool> ShapeFolder::run() {
       Done[I] = true;
       continue;
     }
-    if (!*Folded)
+    if (!*Folded || any_of(N.output(), [&](const std::string &Out) {
+          return Unknown.contains(Out);
+        }))
       continue;
     Done[I] = true;
     for (int K = 0; K != N.output_size(); ++K) {

@@ -34,6 +34,7 @@
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
@@ -106,6 +107,10 @@ public:
   /// type in the graph's value_info.
   void finish();
 
+  /// Tensor \p Name's value is not what the model holds (zeros standing in
+  /// for external data): never fold it or what reads it.
+  void markUnknown(llvm::StringRef Name) { Unknown.insert(Name); }
+
   /// Whether tensor \p Name was folded.
   bool isFolded(llvm::StringRef Name) const { return Values.count(Name); }
 
@@ -119,6 +124,7 @@ private:
   onnx::GraphProto &G;
   int Opset;
   llvm::StringMap<FoldValue> Values;
+  llvm::StringSet<> Unknown;
   /// Nodes already folded, by index.
   std::vector<bool> Done;
   /// Names of the initializers run() added, in order (they follow the
