@@ -190,6 +190,47 @@ TEST(ImportTest, ExternalFloatWeightImportsWithoutItsFile) {
   EXPECT_TYPE(*G, "h", "f32[2,6]");
 }
 
+/// x[2,6] -> MatMul(x, c) with c a Constant node whose value is stored in
+/// a file that does not exist, of element type \p ElemType.
+onnx::ModelProto makeExternalConstantModel(int32_t ElemType) {
+  onnx::ModelProto M = makeModel("external-constant");
+  onnx::GraphProto &G = *M.mutable_graph();
+  addInput(G, "x", ElemType, {2, 6});
+  onnx::NodeProto *C = addNode(G, "c", "Constant", {}, {"cv"});
+  onnx::AttributeProto *A = C->add_attribute();
+  A->set_name("value");
+  A->set_type(onnx::AttributeProto::TENSOR);
+  A->mutable_t()->set_data_type(ElemType);
+  A->mutable_t()->add_dims(6);
+  A->mutable_t()->add_dims(6);
+  setExternal(A->mutable_t(), "missing.weights", 36 * 8);
+  addNode(G, "mm", ElemType == F32 ? "MatMul" : "Add", {"x", "cv"}, {"h"});
+  addOutput(G, "h", ElemType, {UnknownDim, UnknownDim});
+  return M;
+}
+
+TEST(ImportTest, ExternalFloatConstantImportsWithoutItsFile) {
+  llvm::Expected<Graph> G = importModel(makeExternalConstantModel(F32));
+  ASSERT_TRUE(bool(G)) << describe(collectErrors(G.takeError()));
+  EXPECT_TYPE(*G, "cv", "f32[6,6]");
+  EXPECT_TYPE(*G, "h", "f32[2,6]");
+  // Its stand-in zeros are not a value the folder may use.
+  OpId C = G->lookupOp("c");
+  ASSERT_NE(C, NoId);
+  EXPECT_EQ(G->getOp(C).Annotations.get("folded"), nullptr);
+}
+
+TEST(ImportTest, ExternalIntegerConstantIsAnError) {
+  llvm::Expected<Graph> G = importModel(makeExternalConstantModel(I64));
+  ASSERT_FALSE(bool(G));
+  std::vector<Diag> Diags = collectErrors(G.takeError());
+  ASSERT_EQ(Diags.size(), 1u) << describe(Diags);
+  EXPECT_EQ(Diags[0].Loc.Node, "c");
+  EXPECT_TRUE(contains(Diags[0].Message, "an integer constant whose data is "
+                                         "stored outside the model file"))
+      << describe(Diags);
+}
+
 TEST(ImportTest, ExternalIntegerWeightImportsWithoutItsFile) {
   llvm::Expected<Graph> G = importModel(makeExternalWeightModel());
   ASSERT_TRUE(bool(G)) << describe(collectErrors(G.takeError()));
