@@ -55,7 +55,7 @@ count() {
 asan_lit_filter_out=${DP_ASAN_LIT_FILTER_OUT-'^dp :: (Import/onnx-testdata|Models/emit-dot-render|dp-opt/determinism-placers)\.test$'}
 echo "== sanitizer build (ASan + UBSan) in $asan_build"
 start=$SECONDS
-ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1} \
+ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:intercept_tls_get_addr=0} \
 UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:abort_on_error=1} \
 LIT_FILTER_OUT=$asan_lit_filter_out \
 DP_BUILD_DIR=$asan_build DP_CHECK_HARDENING=0 \
