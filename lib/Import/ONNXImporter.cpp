@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dp/Import/ONNXImporter.h"
+#include "ONNXWalk.h"
 #include "OpsetAdapter.h"
 #include "ShapeFolder.h"
 #include "dp/IR/Bytecode.h"
@@ -392,7 +393,7 @@ private:
   /// data: the checker wants their bytes, so floating-point ones get zeros
   /// of their size in the working copy (recorded in Placeholders); integer
   /// ones are an error, their values may be shapes.
-  void fillExternalTensors(onnx::NodeProto &N, bool InBody);
+  void fillExternalTensors(onnx::NodeProto &N);
   void fillExternalTensor(onnx::TensorProto &T, StringRef Node);
   /// Sets the dimensions named by Opts.Dims in the bodies of \p N.
   void setNamedDims(onnx::NodeProto &N);
@@ -539,7 +540,7 @@ Error ONNXImporter::collectWeights() {
   }
   Inits.DeleteSubrange(NumKept, Inits.size() - NumKept);
   for (onnx::NodeProto &N : *G.mutable_node())
-    fillExternalTensors(N, /*InBody=*/false);
+    fillExternalTensors(N);
   for (const auto &S : G.sparse_initializer())
     addError(makeTensorError("", S.values().name(),
                              "sparse initializers are not supported"));
@@ -588,26 +589,21 @@ void ONNXImporter::fillExternalTensor(onnx::TensorProto &T,
     Placeholders.insert(Saver.save(T.name()));
 }
 
-void ONNXImporter::fillExternalTensors(onnx::NodeProto &N, bool InBody) {
+void ONNXImporter::fillExternalTensors(onnx::NodeProto &N) {
   for (onnx::AttributeProto &A : *N.mutable_attribute()) {
-    if (A.has_t()) {
-      bool External = A.t().data_location() == onnx::TensorProto::EXTERNAL;
-      fillExternalTensor(*A.mutable_t(), N.name());
-      if (External && N.op_type() == "Constant" && N.output_size() == 1)
-        Placeholders.insert(Saver.save(N.output(0)));
-    }
-    auto Body = [&](onnx::GraphProto &B) {
-      for (onnx::TensorProto &T : *B.mutable_initializer())
-        fillExternalTensor(T, N.name());
-      for (onnx::NodeProto &Inner : *B.mutable_node())
-        fillExternalTensors(Inner, true);
-    };
-    if (A.has_g())
-      Body(*A.mutable_g());
-    for (onnx::GraphProto &B : *A.mutable_graphs())
-      Body(B);
+    if (!A.has_t())
+      continue;
+    bool External = A.t().data_location() == onnx::TensorProto::EXTERNAL;
+    fillExternalTensor(*A.mutable_t(), N.name());
+    if (External && N.op_type() == "Constant" && N.output_size() == 1)
+      Placeholders.insert(Saver.save(N.output(0)));
   }
-  (void)InBody;
+  forEachBody(N, [&](onnx::GraphProto &Body) {
+    for (onnx::TensorProto &T : *Body.mutable_initializer())
+      fillExternalTensor(T, N.name());
+    for (onnx::NodeProto &Inner : *Body.mutable_node())
+      fillExternalTensors(Inner);
+  });
 }
 
 void ONNXImporter::setNamedDims(onnx::NodeProto &N) {
@@ -620,7 +616,7 @@ void ONNXImporter::setNamedDims(onnx::NodeProto &N) {
         if (D.has_dim_param() && D.dim_param() == Name)
           D.set_dim_value(Value);
   };
-  auto Walk = [&](onnx::GraphProto &Body) {
+  forEachBody(N, [&](onnx::GraphProto &Body) {
     for (auto &VI : *Body.mutable_input())
       Set(VI);
     for (auto &VI : *Body.mutable_output())
@@ -629,27 +625,24 @@ void ONNXImporter::setNamedDims(onnx::NodeProto &N) {
       Set(VI);
     for (onnx::NodeProto &Inner : *Body.mutable_node())
       setNamedDims(Inner);
-  };
-  for (onnx::AttributeProto &A : *N.mutable_attribute()) {
-    if (A.has_g())
-      Walk(*A.mutable_g());
-    for (onnx::GraphProto &Body : *A.mutable_graphs())
-      Walk(Body);
-  }
+  });
 }
 
 Error ONNXImporter::applyOverrides() {
   if (Opts.empty())
     return Error::success();
   onnx::GraphProto &G = *Model->mutable_graph();
-  // shape= is checked against the model's own dimensions.
-  StringMap<onnx::TensorShapeProto> OwnShapes;
-  for (const auto &[Name, Dims] : Opts.Shapes) {
-    (void)Dims;
-    for (const onnx::ValueInfoProto &VI : G.input())
-      if (VI.name() == Name && !WeightNames.contains(VI.name()) &&
-          VI.type().has_tensor_type())
-        OwnShapes[Name] = VI.type().tensor_type().shape();
+  // shape= is checked against the model's own dimensions: the declared
+  // shape of each input it names, None for an input declared without one.
+  StringMap<Optional<onnx::TensorShapeProto>> OwnShapes;
+  for (const onnx::ValueInfoProto &VI : G.input()) {
+    if (WeightNames.contains(VI.name()) || !VI.type().has_tensor_type() ||
+        none_of(Opts.Shapes,
+                [&](const auto &S) { return S.first == VI.name(); }))
+      continue;
+    const auto &TT = VI.type().tensor_type();
+    OwnShapes[VI.name()] =
+        TT.has_shape() ? Optional<onnx::TensorShapeProto>(TT.shape()) : None;
   }
   auto IsDataInput = [&](const onnx::ValueInfoProto &VI) {
     return !WeightNames.contains(VI.name()) && VI.type().has_tensor_type() &&
@@ -697,28 +690,24 @@ Error ONNXImporter::applyOverrides() {
                          "'"));
       continue;
     }
-    // A shape the model does not give (no shape at all) takes any rank.
-    bool HasShape = false;
-    for (const onnx::ValueInfoProto &VI : G.input())
-      if (VI.name() == Name)
-        HasShape = VI.type().tensor_type().has_shape();
-    const onnx::TensorShapeProto &Declared = Own->second;
-    if (HasShape && Declared.dim_size() != int(Dims.size())) {
+    // An input declared without a shape takes any rank.
+    const Optional<onnx::TensorShapeProto> &Declared = Own->second;
+    if (Declared && Declared->dim_size() != int(Dims.size())) {
       addError(makeTensorError("", Name,
                                "import-onnx{shape=}: the input has rank " +
-                                   Twine(Declared.dim_size()) +
+                                   Twine(Declared->dim_size()) +
                                    ", the shape gives " + Twine(Dims.size()) +
                                    " dimensions"));
       continue;
     }
     bool OK = true;
-    for (int I = 0; HasShape && I != Declared.dim_size(); ++I)
-      if (Declared.dim(I).has_dim_value() &&
-          Declared.dim(I).dim_value() != Dims[I]) {
+    for (int I = 0; Declared && I != Declared->dim_size(); ++I)
+      if (Declared->dim(I).has_dim_value() &&
+          Declared->dim(I).dim_value() != Dims[I]) {
         addError(makeTensorError(
             "", Name,
             "import-onnx{shape=}: dimension " + Twine(I) + " is " +
-                Twine(Declared.dim(I).dim_value()) + " in the model, not " +
+                Twine(Declared->dim(I).dim_value()) + " in the model, not " +
                 Twine(Dims[I])));
         OK = false;
       }
@@ -1257,10 +1246,8 @@ Error ONNXImporter::runShapeInference() {
 }
 
 Error ONNXImporter::foldShapes() {
-  int Opset = 1;
-  for (const auto &O : Model->opset_import())
-    if (O.domain().empty() || O.domain() == "ai.onnx")
-      Opset = O.version();
+  // A model that imports no default-domain opset has none of its ops.
+  int Opset = std::max(getDefaultOpset(*Model), 1);
   Folder = std::make_unique<ShapeFolder>(*Model->mutable_graph(), Opset);
   for (StringRef Name : Placeholders)
     Folder->markUnknown(Name);

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "OpsetAdapter.h"
+#include "ONNXWalk.h"
 #include "ShapeFolder.h"
 #include "dp/Support/Diagnostics.h"
 
@@ -96,29 +97,24 @@ private:
 };
 
 void Adapter::collectConstants(const onnx::GraphProto &G) {
-  auto Add = [&](const std::string &Name, const onnx::TensorProto &T) {
+  for (const onnx::TensorProto &T : G.initializer()) {
     Optional<FoldValue> V = readTensorValue(T);
-    if (!V || V->isReal())
-      return;
-    Constants[Name] = V->Ints;
-  };
-  for (const onnx::TensorProto &T : G.initializer())
-    Add(T.name(), T);
+    if (V && !V->isReal())
+      Constants[T.name()] = V->Ints;
+  }
+  std::vector<FoldValue> Values;
   for (const onnx::NodeProto &N : G.node()) {
-    if (N.op_type() != "Constant" || N.output_size() != 1)
-      continue;
-    for (const onnx::AttributeProto &A : N.attribute()) {
-      if (A.name() == "value")
-        Add(N.output(0), A.t());
-      else if (A.name() == "value_ints")
-        Constants[N.output(0)] =
-            std::vector<int64_t>(A.ints().begin(), A.ints().end());
-      else if (A.name() == "value_int")
-        Constants[N.output(0)] = {A.i()};
+    // A Constant node's value, read as the shape folder reads it.
+    if (N.op_type() == "Constant" && N.output_size() == 1) {
+      Expected<bool> Folded = evaluateNode(N, Opset, {}, {}, Values);
+      if (!Folded)
+        consumeError(Folded.takeError());
+      else if (*Folded && !Values[0].isReal())
+        Constants[N.output(0)] = Values[0].Ints;
     }
-    for (const onnx::AttributeProto &A : N.attribute())
-      if (A.has_g())
-        collectConstants(A.g());
+    forEachBody(N, [&](const onnx::GraphProto &Body) {
+      collectConstants(Body);
+    });
   }
 }
 
@@ -126,12 +122,7 @@ void Adapter::adaptGraph(onnx::GraphProto &G) {
   for (onnx::NodeProto &N : *G.mutable_node()) {
     if (N.domain().empty() || N.domain() == "ai.onnx")
       adaptNode(N);
-    for (onnx::AttributeProto &A : *N.mutable_attribute()) {
-      if (A.has_g())
-        adaptGraph(*A.mutable_g());
-      for (onnx::GraphProto &Sub : *A.mutable_graphs())
-        adaptGraph(Sub);
-    }
+    forEachBody(N, [&](onnx::GraphProto &Body) { adaptGraph(Body); });
   }
 }
 
@@ -252,10 +243,7 @@ void Adapter::adaptNode(onnx::NodeProto &N) {
 } // namespace
 
 Error adaptToOpset17(onnx::ModelProto &M, StringRef File) {
-  int Opset = 0;
-  for (const auto &O : M.opset_import())
-    if (O.domain().empty() || O.domain() == "ai.onnx")
-      Opset = O.version();
+  int Opset = getDefaultOpset(M);
   if (M.ir_version() > MaxReadIRVersion)
     return makeFileError(File, 0, 0,
                          "the model has IR version " + Twine(M.ir_version()) +

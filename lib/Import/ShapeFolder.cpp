@@ -413,7 +413,7 @@ private:
   }
 
   const onnx::NodeProto &N;
-  std::string Op;
+  StringRef Op;
   int Opset;
   ArrayRef<const FoldValue *> Inputs;
   ArrayRef<const std::vector<int64_t> *> InputDims;

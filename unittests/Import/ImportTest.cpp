@@ -231,6 +231,38 @@ TEST(ImportTest, ExternalIntegerConstantIsAnError) {
       << describe(Diags);
 }
 
+TEST(ImportTest, Opset18ReduceAxesInsideAnIfBranchAreRead) {
+  // y = If(c) with both branches ReduceMean(x, axes) at opset 18, the axes
+  // a Constant of the branch itself.
+  onnx::ModelProto M = makeModel("if-reduce");
+  M.set_ir_version(9);
+  M.mutable_opset_import(0)->set_version(18);
+  onnx::GraphProto &G = *M.mutable_graph();
+  addInput(G, "x", F32, {2, 3});
+  addInput(G, "c", Bool, {});
+  onnx::NodeProto *If = addNode(G, "if", "If", {"c"}, {"y"});
+  for (const char *Branch : {"then_branch", "else_branch"}) {
+    onnx::AttributeProto *A = If->add_attribute();
+    A->set_name(Branch);
+    A->set_type(onnx::AttributeProto::GRAPH);
+    onnx::GraphProto &B = *A->mutable_g();
+    B.set_name(Branch);
+    onnx::NodeProto *C = addNode(B, std::string(Branch) + ".axes", "Constant",
+                                 {}, {std::string(Branch) + ".a"});
+    onnx::AttributeProto *V = C->add_attribute();
+    V->set_name("value_ints");
+    V->set_type(onnx::AttributeProto::INTS);
+    V->add_ints(1);
+    addNode(B, std::string(Branch) + ".mean", "ReduceMean",
+            {"x", std::string(Branch) + ".a"}, {std::string(Branch) + ".y"});
+    addOutput(B, std::string(Branch) + ".y", F32, {2, 1});
+  }
+  addOutput(G, "y", F32, {UnknownDim, UnknownDim});
+  llvm::Expected<Graph> Imported = importModel(M);
+  ASSERT_TRUE(bool(Imported)) << describe(collectErrors(Imported.takeError()));
+  EXPECT_TYPE(*Imported, "y", "f32[2,1]");
+}
+
 TEST(ImportTest, ExternalIntegerWeightImportsWithoutItsFile) {
   llvm::Expected<Graph> G = importModel(makeExternalWeightModel());
   ASSERT_TRUE(bool(G)) << describe(collectErrors(G.takeError()));
