@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dp/Import/ONNXImporter.h"
+#include "BranchInliner.h"
 #include "ONNXWalk.h"
 #include "OpsetAdapter.h"
 #include "ShapeFolder.h"
@@ -36,6 +37,7 @@
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
 #include <climits>
+#include <cmath>
 #include <cstring>
 #include <exception>
 #include <map>
@@ -378,12 +380,15 @@ using NameSet = DenseSet<StringRef>;
 class ONNXImporter {
 public:
   ONNXImporter(MemoryBufferRef Buffer, const ImportOptions &Opts,
-               TimerGroup *Timers)
-      : Buffer(Buffer), Opts(Opts), Timers(Timers),
+               TimerGroup *Timers, BranchDecisions &Decided)
+      : Buffer(Buffer), Opts(Opts), Timers(Timers), Decided(Decided),
         Model(google::protobuf::Arena::CreateMessage<onnx::ModelProto>(
             &Arena)) {}
 
   Expected<Graph> run();
+  /// Whether run() decided Ifs that this import did not inline: the model
+  /// must be imported again with them inlined.
+  bool needsRestart() const { return Restart; }
 
 private:
   Error checkHeader();
@@ -403,6 +408,9 @@ private:
   Error runShapeInference();
   /// Folds shape subgraphs between rounds of shape inference.
   Error foldShapes();
+  /// Records the Ifs whose condition folded in Decided; returns whether
+  /// there are any.
+  bool decideBranches();
   Expected<Graph> buildGraph();
   /// Sets the `device` of the ops that the model's dp.placement metadata
   /// entry places (a model written by emit{format=onnx}).
@@ -429,6 +437,9 @@ private:
   MemoryBufferRef Buffer;
   const ImportOptions &Opts;
   TimerGroup *Timers;
+  /// The branches the Ifs of earlier imports of this model take.
+  BranchDecisions &Decided;
+  bool Restart = false;
   std::vector<std::unique_ptr<Timer>> PhaseTimers;
   /// The working copy of the model, in an arena: parsing allocates little
   /// and freeing it is one step.
@@ -458,6 +469,8 @@ private:
   std::unique_ptr<ShapeFolder> Folder;
   /// Tensors whose values are zeros standing in for external data.
   NameSet Placeholders;
+  /// The values of the inputs import-onnx{value=} binds.
+  std::vector<std::pair<std::string, FoldValue>> BoundValues;
 
   ErrorList Errors{MaxReportedErrors};
 };
@@ -721,6 +734,40 @@ Error ONNXImporter::applyOverrides() {
       for (int64_t D : Dims)
         Shape->add_dim()->set_dim_value(D);
     }
+  }
+  for (const auto &[Name, Text] : Opts.Values) {
+    const onnx::ValueInfoProto *Input = nullptr;
+    for (const onnx::ValueInfoProto &VI : G.input())
+      if (VI.name() == Name && !WeightNames.contains(VI.name()))
+        Input = &VI;
+    if (!Input) {
+      addError(makeError("import-onnx: value=" + Name +
+                         ": the model has no graph input named '" + Name +
+                         "'"));
+      continue;
+    }
+    std::vector<int64_t> Dims;
+    const auto &TT = Input->type().tensor_type();
+    bool Static = Input->type().has_tensor_type() && TT.has_shape();
+    for (int I = 0; Static && I != TT.shape().dim_size(); ++I) {
+      Static = TT.shape().dim(I).has_dim_value();
+      Dims.push_back(Static ? TT.shape().dim(I).dim_value() : 0);
+    }
+    if (!Static) {
+      addError(makeTensorError("", Name,
+                               "import-onnx{value=}: the input's shape is "
+                               "not known; give it with shape=" +
+                                   Name + ":..."));
+      continue;
+    }
+    Expected<FoldValue> V = parseFoldValue(TT.elem_type(), Dims, Text);
+    if (!V) {
+      addError(makeTensorError("", Name,
+                               "import-onnx{value=}: cannot bind the input: " +
+                                   toString(V.takeError())));
+      continue;
+    }
+    BoundValues.emplace_back(Name, std::move(*V));
   }
   // Shapes recorded for the old sizes would contradict the new ones: drop
   // them and let inference recompute every shape.
@@ -1251,6 +1298,8 @@ Error ONNXImporter::foldShapes() {
   Folder = std::make_unique<ShapeFolder>(*Model->mutable_graph(), Opset);
   for (StringRef Name : Placeholders)
     Folder->markUnknown(Name);
+  for (auto &[Name, V] : BoundValues)
+    Folder->bind(Name, std::move(V));
   // Each round folds what the last round's shapes allow; a round that
   // folds nothing new for an unfinished node ends it.
   while (true) {
@@ -1264,6 +1313,19 @@ Error ONNXImporter::foldShapes() {
   }
   Folder->finish();
   return Error::success();
+}
+
+bool ONNXImporter::decideBranches() {
+  bool Any = false;
+  for (const onnx::NodeProto &N : Model->graph().node()) {
+    StringRef Key = getBranchKey(N);
+    const FoldValue *Cond = Key.empty() ? nullptr : Folder->getValue(N.input(0));
+    if (Cond && Cond->getNumElements() == 1) {
+      Decided[Key] = Cond->real(0) != 0;
+      Any = true;
+    }
+  }
+  return Any;
 }
 
 /// Describes why \p T is not a static tensor type, for an error message.
@@ -1321,8 +1383,8 @@ Expected<Graph> ONNXImporter::buildGraph() {
   for (const auto &VI : OG.output())
     Types.try_emplace(VI.name(), &VI.type());
 
-  auto StaticType = [&](StringRef Node, StringRef Name,
-                        TensorType &Out) -> bool {
+  auto StaticType = [&](StringRef Node, StringRef Name, TensorType &Out,
+                        StringRef Hint = {}) -> bool {
     const onnx::TypeProto *TP = Types.lookup(Name);
     bool HasShape = false;
     if (TP && convertTypeProto(*TP, Out, &HasShape) && HasShape &&
@@ -1334,7 +1396,7 @@ Expected<Graph> ONNXImporter::buildGraph() {
                                "tensor size overflows a 64-bit byte count"));
       return false;
     }
-    addError(makeTensorError(Node, Name, describeNonStatic(TP)));
+    addError(makeTensorError(Node, Name, describeNonStatic(TP) + Hint));
     return false;
   };
 
@@ -1372,10 +1434,17 @@ Expected<Graph> ONNXImporter::buildGraph() {
       Operands.push_back(T);
     }
     Results.clear();
+    // An If left in the graph has a condition only known when the model
+    // runs; its branches may give different shapes.
+    StringRef Hint = getBranchKey(N).empty()
+                         ? ""
+                         : "; the If's condition is only known when the model "
+                           "runs (bind an input it is computed from with "
+                           "import-onnx{value=NAME:V} to take one branch)";
     for (const std::string &Out : N.output()) {
       Graph::ResultSpec R;
       R.Name = Out;
-      if (!Out.empty() && !StaticType(Name, Out, R.Type))
+      if (!Out.empty() && !StaticType(Name, Out, R.Type, Hint))
         Ok = false;
       Results.push_back(std::move(R));
     }
@@ -1473,6 +1542,7 @@ Expected<Graph> ONNXImporter::run() {
   if (Error E = phase("prepare", [&] {
         if (Error E = checkHeader())
           return E;
+        inlineDecidedBranches(*Model->mutable_graph(), Decided);
         if (Error E = collectWeights())
           return E;
         if (Error E = applyOverrides())
@@ -1490,6 +1560,10 @@ Expected<Graph> ONNXImporter::run() {
     return std::move(E);
   if (Error E = phase("shape folding", [&] { return foldShapes(); }))
     return std::move(E);
+  if (decideBranches()) {
+    Restart = true;
+    return Graph();
+  }
   Optional<Expected<Graph>> G;
   cantFail(phase("build", [&] {
     G.emplace(buildGraph());
@@ -1500,8 +1574,16 @@ Expected<Graph> ONNXImporter::run() {
 
 Expected<Graph> importONNX(MemoryBufferRef Buffer, const ImportOptions &Opts,
                            TimerGroup *Timers) {
-  ONNXImporter Importer(Buffer, Opts, Timers);
-  return Importer.run();
+  // Each import that decides Ifs starts again with them inlined, until the
+  // branches inlined decide no more (at most once per If of the model).
+  BranchDecisions Decided;
+  while (true) {
+    ONNXImporter Importer(Buffer, Opts, Timers, Decided);
+    Expected<Graph> G = Importer.run();
+    if (!Importer.needsRestart())
+      return G;
+    cantFail(G.takeError());
+  }
 }
 
 //===----------------------------------------------------------------------===//
@@ -1536,7 +1618,17 @@ void ImportONNXPass::printPipeline(raw_ostream &OS) const {
     for (int64_t D : Dims)
       OS << X << D;
   }
+  for (const auto &[Name, Value] : Opts.Values)
+    OS << LS << "value=" << Name << ':' << Value;
   OS << '}';
+}
+
+/// Whether \p Text can be the value of import-onnx{value=}: a finite
+/// number, true or false (checked against the input's type at import).
+static bool isValueText(StringRef Text) {
+  double D;
+  return Text == "true" || Text == "false" ||
+         (!Text.getAsDouble(D) && std::isfinite(D));
 }
 
 Expected<ImportOptions> ImportONNXPass::parseOptions(
@@ -1584,9 +1676,21 @@ Expected<ImportOptions> ImportONNXPass::parseOptions(
       Opts.Shapes.emplace_back(Name.str(), std::move(Dims));
       continue;
     }
+    if (Key == "value") {
+      auto [Name, Text] = StringRef(Value).rsplit(':');
+      if (Name.empty() || Text.empty() || !isValueText(Text))
+        return makeError("import-onnx: value takes NAME:V with V a number, "
+                         "true or false, not '" + Value + "'");
+      for (const auto &V : Opts.Values)
+        if (V.first == Name)
+          return makeError("import-onnx: value= is given twice for input '" +
+                           Name + "'");
+      Opts.Values.emplace_back(Name.str(), Text.str());
+      continue;
+    }
     return makeError("import-onnx: unknown option '" + Key +
-                     "' (expected batch=N, dim=NAME:N or "
-                     "shape=NAME:D0xD1x...)");
+                     "' (expected batch=N, dim=NAME:N, "
+                     "shape=NAME:D0xD1x... or value=NAME:V)");
   }
   return Opts;
 }

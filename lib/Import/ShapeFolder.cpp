@@ -1303,6 +1303,35 @@ Expected<bool> Evaluator::run() {
 
 } // namespace
 
+Expected<FoldValue> parseFoldValue(int32_t ElemType, ArrayRef<int64_t> Dims,
+                                   StringRef Text) {
+  if (!isHandledType(ElemType))
+    return foldError("its element type (" + Twine(ElemType) +
+                     ") cannot be bound");
+  if (countElements(Dims) != 1)
+    return foldError("it must have one element");
+  FoldValue V = makeValue(ElemType, Dims);
+  if (Text == "true" || Text == "false") {
+    storeInt(V, 0, Text == "true");
+    return V;
+  }
+  int64_t I;
+  double D;
+  if (!V.isReal()) {
+    if (!to_integer(Text, I, 10))
+      return foldError("it holds integers, and '" + Text +
+                       "' is not one");
+    if (wrapInt(ElemType, I) != I)
+      return foldError("'" + Text + "' does not fit its element type");
+    storeInt(V, 0, I);
+    return V;
+  }
+  if (Text.getAsDouble(D) || !std::isfinite(D))
+    return foldError("'" + Text + "' is not a finite number");
+  store(V, 0, D);
+  return V;
+}
+
 Expected<bool> evaluateNode(const onnx::NodeProto &N, int Opset,
                             ArrayRef<const FoldValue *> Inputs,
                             ArrayRef<const std::vector<int64_t> *> InputDims,
@@ -1346,6 +1375,11 @@ Expected<bool> ShapeFolder::run() {
         if (Optional<FoldValue> V = readTensorValue(T))
           Values[T.name()] = std::move(*V);
   }
+  // Bound inputs reach their readers' inference with the first values.
+  DenseSet<StringRef> New;
+  for (const std::string &Name : Bound)
+    New.insert(Values.find(Name)->first());
+  Bound.clear();
   // Types as inference left them, gathered when first needed: most graphs
   // fold nothing.
   StringMap<const onnx::TypeProto *> Types;
@@ -1367,7 +1401,6 @@ Expected<bool> ShapeFolder::run() {
   std::vector<const std::vector<int64_t> *> InDims;
   std::vector<FoldValue> Results;
   std::vector<std::vector<int64_t>> ValueDims;
-  DenseSet<StringRef> New;
   ErrorList Errs;
   for (int I = 0, E = G.node_size(); I != E; ++I) {
     if (Done[I])
@@ -1416,9 +1449,11 @@ Expected<bool> ShapeFolder::run() {
   if (New.empty())
     return false;
   // The folded values' types are exact: readers inferred next see them.
+  // (A bound input has its type already.)
   StringMap<onnx::ValueInfoProto *> Infos = getValueInfos();
   for (StringRef Name : New)
-    recordType(Infos, Name, Values.find(Name)->second);
+    if (!Inputs.contains(Name))
+      recordType(Infos, Name, Values.find(Name)->second);
 
   // Give inference the new values its unfolded readers need.
   bool Useful = false;

@@ -78,6 +78,13 @@ llvm::Optional<FoldValue> readTensorValue(const onnx::TensorProto &T);
 /// Writes \p V into \p T (name untouched).
 void writeTensorValue(const FoldValue &V, onnx::TensorProto &T);
 
+/// Reads \p Text (a number, true or false) as the value of a tensor of
+/// type \p ElemType and shape \p Dims, which must have one element. The
+/// error says why it cannot, without naming the tensor.
+llvm::Expected<FoldValue> parseFoldValue(int32_t ElemType,
+                                         llvm::ArrayRef<int64_t> Dims,
+                                         llvm::StringRef Text);
+
 /// Evaluates node \p N of opset \p Opset on \p Inputs (one per input of the
 /// node, null where a value is not known). Returns true with \p Results set
 /// (one per output) when it folded the node, false when it cannot (an op
@@ -111,8 +118,23 @@ public:
   /// for external data): never fold it or what reads it.
   void markUnknown(llvm::StringRef Name) { Unknown.insert(Name); }
 
+  /// Graph input \p Name holds \p V in every step the user runs: fold
+  /// what reads it. Call before the first run().
+  void bind(llvm::StringRef Name, FoldValue V) {
+    Values[Name] = std::move(V);
+    Bound.push_back(Name.str());
+    Inputs.insert(Name);
+  }
+
   /// Whether tensor \p Name was folded.
-  bool isFolded(llvm::StringRef Name) const { return Values.count(Name); }
+  bool isFolded(llvm::StringRef Name) const {
+    return Values.count(Name) && !Inputs.contains(Name);
+  }
+  /// Tensor \p Name's value, when folded or bound; else null.
+  const FoldValue *getValue(llvm::StringRef Name) const {
+    auto It = Values.find(Name);
+    return It == Values.end() ? nullptr : &It->second;
+  }
 
 private:
   /// The graph's value_info and output entries by name.
@@ -125,6 +147,9 @@ private:
   int Opset;
   llvm::StringMap<FoldValue> Values;
   llvm::StringSet<> Unknown;
+  /// Inputs bound by bind(), and those not yet given to inference.
+  llvm::StringSet<> Inputs;
+  std::vector<std::string> Bound;
   /// Nodes already folded, by index.
   std::vector<bool> Done;
   /// Names of the initializers run() added, in order (they follow the

@@ -322,4 +322,37 @@ TEST(ShapeFolderTest, TensorValuesRoundTrip) {
   EXPECT_FALSE(readTensorValue(Str).hasValue());
 }
 
+TEST(ShapeFolderTest, BoundValuesParse) {
+  auto Parse = [](int32_t Type, std::initializer_list<int64_t> Dims,
+                  const char *Text) {
+    return parseFoldValue(Type, std::vector<int64_t>(Dims), Text);
+  };
+  llvm::Expected<FoldValue> Rate = Parse(TP::INT64, {}, "16000");
+  ASSERT_TRUE(bool(Rate));
+  EXPECT_EQ(Rate->Ints, (std::vector<int64_t>{16000}));
+  EXPECT_TRUE(Rate->Dims.empty());
+  llvm::Expected<FoldValue> On = Parse(TP::BOOL, {1, 1}, "true");
+  ASSERT_TRUE(bool(On));
+  EXPECT_EQ(On->Ints, (std::vector<int64_t>{1}));
+  EXPECT_EQ(On->Dims.size(), 2u);
+  llvm::Expected<FoldValue> Gain = Parse(TP::FLOAT, {1}, "0.25");
+  ASSERT_TRUE(bool(Gain));
+  EXPECT_EQ(Gain->Reals, (std::vector<double>{0.25}));
+  // Not an integer, out of range, not one element, not a number, a type
+  // the folder does not hold.
+  for (auto [Type, Text] : {std::pair<int32_t, const char *>{TP::INT64, "1.5"},
+                            {TP::UINT8, "300"},
+                            {TP::BOOL, "2"},
+                            {TP::FLOAT, "nan"},
+                            {TP::FLOAT, "x"},
+                            {TP::STRING, "1"}}) {
+    llvm::Expected<FoldValue> V = Parse(Type, {}, Text);
+    EXPECT_FALSE(bool(V)) << Text;
+    llvm::consumeError(V.takeError());
+  }
+  llvm::Expected<FoldValue> Two = Parse(TP::INT64, {2}, "1");
+  ASSERT_FALSE(bool(Two));
+  EXPECT_EQ(llvm::toString(Two.takeError()), "it must have one element");
+}
+
 } // namespace

@@ -53,8 +53,14 @@ struct ImportOptions {
   /// Sets the whole shape of the graph input named first; wins over Batch
   /// and Dims for that input.
   std::vector<std::pair<std::string, std::vector<int64_t>>> Shapes;
+  /// Binds the value of the one-element graph input named first to second
+  /// (a number, or true/false), so that what the model computes from it at
+  /// import time folds (an If on a sample rate takes one branch).
+  std::vector<std::pair<std::string, std::string>> Values;
 
-  bool empty() const { return !Batch && Dims.empty() && Shapes.empty(); }
+  bool empty() const {
+    return !Batch && Dims.empty() && Shapes.empty() && Values.empty();
+  }
 };
 
 /// Imports the ONNX model in \p Buffer. Errors are located at the node and
