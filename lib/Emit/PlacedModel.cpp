@@ -168,6 +168,56 @@ static std::vector<std::string> getNodeReads(const onnx::NodeProto &N) {
 /// A copy of \p M whose initializers stored outside the model (or too large
 /// to matter to shape inference) are graph inputs of their type instead:
 /// what the checker and shape inference can work on without the weights.
+/// The bodies attribute \p A holds.
+static SmallVector<onnx::GraphProto *, 2> getBodies(onnx::AttributeProto &A) {
+  SmallVector<onnx::GraphProto *, 2> Bodies;
+  if (A.has_g())
+    Bodies.push_back(A.mutable_g());
+  for (onnx::GraphProto &B : *A.mutable_graphs())
+    Bodies.push_back(&B);
+  return Bodies;
+}
+
+/// Gives \p T, when its data is stored outside the file, zeros of its size
+/// in the file instead.
+static void fillWithZeros(onnx::TensorProto &T) {
+  using TP = onnx::TensorProto;
+  uint64_t Bytes;
+  switch (T.data_type()) {
+  case TP::BOOL:
+  case TP::INT8:
+  case TP::UINT8:
+    Bytes = 1;
+    break;
+  case TP::FLOAT16:
+  case TP::BFLOAT16:
+  case TP::INT16:
+  case TP::UINT16:
+    Bytes = 2;
+    break;
+  case TP::FLOAT:
+  case TP::INT32:
+  case TP::UINT32:
+    Bytes = 4;
+    break;
+  case TP::DOUBLE:
+  case TP::INT64:
+  case TP::UINT64:
+  case TP::COMPLEX64:
+    Bytes = 8;
+    break;
+  default:
+    return;
+  }
+  if (T.data_location() != TP::EXTERNAL)
+    return;
+  for (int64_t Dim : T.dims())
+    Bytes = Dim >= 0 && Bytes <= (uint64_t(1) << 32) ? Bytes * Dim : 0;
+  T.set_data_location(TP::DEFAULT);
+  T.clear_external_data();
+  T.set_raw_data(std::string(Bytes, '\0'));
+}
+
 static onnx::ModelProto withoutWeightData(const onnx::ModelProto &M) {
   onnx::ModelProto Out = M;
   onnx::GraphProto &G = *Out.mutable_graph();
@@ -199,6 +249,22 @@ static onnx::ModelProto withoutWeightData(const onnx::ModelProto &M) {
     }
   }
   Inits.DeleteSubrange(Kept, Inits.size() - Kept);
+  // A body's weights cannot be inputs: zeros of their size stand in for
+  // data stored outside the file.
+  std::function<void(onnx::GraphProto &)> FillBodies =
+      [&](onnx::GraphProto &Body) {
+        for (onnx::NodeProto &N : *Body.mutable_node())
+          for (onnx::AttributeProto &A : *N.mutable_attribute()) {
+            for (onnx::GraphProto *B : getBodies(A))
+              FillBodies(*B);
+            if (A.has_t())
+              fillWithZeros(*A.mutable_t());
+          }
+        if (&Body != &G)
+          for (onnx::TensorProto &T : *Body.mutable_initializer())
+            fillWithZeros(T);
+      };
+  FillBodies(G);
   return Out;
 }
 
@@ -651,6 +717,11 @@ Expected<SplitModel> PlacedModel::split() const {
 
 Error checkONNXModel(const onnx::ModelProto &M, StringRef What) {
   onnx::ModelProto Copy = withoutWeightData(M);
+  // libonnx checks IR 8 and opset 17: newer models are checked as
+  // import-onnx read them.
+  if (Error E = readAsOpset17(Copy, What))
+    return makeError("emit: " + What +
+                     " cannot be checked: " + toString(std::move(E)));
   try {
     onnx::checker::check_model(Copy);
   } catch (const std::exception &E) {

@@ -39,7 +39,11 @@ std::vector<StringRef> computeOrigins(const Graph &G) {
     while (!Stack.empty()) {
       OpId O = Stack.back();
       const Op &Node = G.getOp(O);
-      StringRef RNN = getStringAnnotation(Node, "rnn");
+      // The user's node an op comes from when it is not the op's own (an
+      // inlined branch, an expanded op), or the RNN op it was unrolled from.
+      StringRef RNN = getStringAnnotation(Node, "node");
+      if (RNN.empty())
+        RNN = getStringAnnotation(Node, "rnn");
       StringRef Hint = getStringAnnotation(Node, "colocate");
       OpId Target = Hint.empty() ? NoId : G.lookupOp(Hint);
       if (!RNN.empty() || Target == NoId || State[Target] == 1) {

@@ -61,9 +61,12 @@ public:
         Names.insert(Out);
   }
 
-  /// Appends \p N to the graph, or the branch it takes when it is a
+  /// Appends \p N, which comes from node \p Origin of the user's graph
+  /// (empty: it is one), to the graph, or the branch it takes when it is a
   /// decided If.
-  void append(onnx::NodeProto &N);
+  void append(onnx::NodeProto &N, const std::string &Origin);
+  /// The origin of each node appended.
+  std::vector<std::string> Origins;
   int getCount() const { return Count; }
 
 private:
@@ -74,11 +77,11 @@ private:
   int Count = 0;
 };
 
-void Inliner::append(onnx::NodeProto &N) {
+void Inliner::append(onnx::NodeProto &N, const std::string &Origin) {
   StringRef Key = getBranchKey(N);
   auto It = Key.empty() ? Decided.end() : Decided.find(Key);
-  StringRef BranchName = It != Decided.end() && It->second ? "then_branch"
-                                                           : "else_branch";
+  StringRef BranchName =
+      It != Decided.end() && It->second ? "then_branch" : "else_branch";
   onnx::GraphProto *Branch = nullptr;
   if (It != Decided.end())
     for (onnx::AttributeProto &A : *N.mutable_attribute())
@@ -86,9 +89,11 @@ void Inliner::append(onnx::NodeProto &N) {
         Branch = A.mutable_g();
   if (!Branch) {
     *G.add_node() = std::move(N);
+    Origins.push_back(Origin);
     return;
   }
   ++Count;
+  const std::string From = Origin.empty() ? N.name() : Origin;
   // The branch's own tensors keep their names unless the graph has them.
   std::vector<std::string> Defined;
   for (const onnx::TensorProto &T : Branch->initializer())
@@ -110,8 +115,8 @@ void Inliner::append(onnx::NodeProto &N) {
     *G.add_initializer() = std::move(T);
   for (onnx::ValueInfoProto &VI : *Branch->mutable_value_info())
     *G.add_value_info() = std::move(VI);
-  for (onnx::NodeProto &Inner : *Branch->mutable_node())
-    append(Inner);
+  for (onnx::NodeProto &M : *Branch->mutable_node())
+    append(M, From);
   // The If's results are the branch's, under the If's names.
   for (int K = 0, E = std::min(N.output_size(), Branch->output_size()); K != E;
        ++K) {
@@ -123,12 +128,14 @@ void Inliner::append(onnx::NodeProto &N) {
       Id->set_name((N.name() + "/" + BranchName + "/output_" + Twine(K)).str());
     Id->add_input(Branch->output(K).name());
     Id->add_output(N.output(K));
+    Origins.push_back(From);
   }
 }
 
 } // namespace
 
-int inlineDecidedBranches(onnx::GraphProto &G, const BranchDecisions &Decided) {
+int inlineDecidedBranches(onnx::GraphProto &G, const BranchDecisions &Decided,
+                          std::vector<std::string> *Origins) {
   if (Decided.empty() || none_of(G.node(), [&](const onnx::NodeProto &N) {
         StringRef Key = getBranchKey(N);
         return !Key.empty() && Decided.count(Key);
@@ -137,8 +144,10 @@ int inlineDecidedBranches(onnx::GraphProto &G, const BranchDecisions &Decided) {
   google::protobuf::RepeatedPtrField<onnx::NodeProto> Nodes(G.node());
   Inliner I(G, Decided);
   G.clear_node();
-  for (onnx::NodeProto &N : Nodes)
-    I.append(N);
+  for (int K = 0, E = Nodes.size(); K != E; ++K)
+    I.append(Nodes[K], Origins ? (*Origins)[K] : std::string());
+  if (Origins)
+    *Origins = std::move(I.Origins);
   return I.getCount();
 }
 

@@ -1,4 +1,4 @@
-//===- BranchInliner.h - If nodes replaced by the branch they take -*- C++ -*-===//
+//===- BranchInliner.h - If nodes replaced by their branch ------*- C++ -*-===//
 //
 // Part of the dp project.
 //
@@ -24,6 +24,9 @@
 
 #include "llvm/ADT/StringMap.h"
 
+#include <string>
+#include <vector>
+
 namespace onnx {
 class GraphProto;
 class NodeProto;
@@ -43,7 +46,13 @@ llvm::StringRef getBranchKey(const onnx::NodeProto &N);
 /// the branch it takes, the branch's initializers joining \p G's. Ifs
 /// inside the inlined branches are inlined too when decided. Returns the
 /// number of Ifs inlined.
-int inlineDecidedBranches(onnx::GraphProto &G, const BranchDecisions &Decided);
+///
+/// \p Origins, when given, holds per node of \p G the name of the node of
+/// the user's graph it comes from, empty for the user's own nodes; it is
+/// kept in step: a node of an inlined branch comes from the If's origin,
+/// or from the If.
+int inlineDecidedBranches(onnx::GraphProto &G, const BranchDecisions &Decided,
+                          std::vector<std::string> *Origins = nullptr);
 
 } // namespace dp
 

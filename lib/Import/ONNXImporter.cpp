@@ -382,8 +382,8 @@ public:
   ONNXImporter(MemoryBufferRef Buffer, const ImportOptions &Opts,
                TimerGroup *Timers, BranchDecisions &Decided)
       : Buffer(Buffer), Opts(Opts), Timers(Timers), Decided(Decided),
-        Model(google::protobuf::Arena::CreateMessage<onnx::ModelProto>(
-            &Arena)) {}
+        Model(
+            google::protobuf::Arena::CreateMessage<onnx::ModelProto>(&Arena)) {}
 
   Expected<Graph> run();
   /// Whether run() decided Ifs that this import did not inline: the model
@@ -402,7 +402,11 @@ private:
   void fillExternalTensor(onnx::TensorProto &T, StringRef Node);
   /// Sets the dimensions named by Opts.Dims in the bodies of \p N.
   void setNamedDims(onnx::NodeProto &N);
-  Error computeNodeNames();
+  /// Gives every node of the main graph a unique name (getONNXNodeNames).
+  void computeNodeNames();
+  /// Inlines the decided Ifs and expands the ops added after opset 17,
+  /// naming the new nodes and recording where they come from.
+  void rewriteNodes();
   Error sortNodes();
   Error runChecker();
   Error runShapeInference();
@@ -465,6 +469,15 @@ private:
   std::vector<std::string> SourceNames;
   /// Whether node I was renamed (its source name differs from its name).
   std::vector<bool> RenamedNodes;
+  /// The unique name of the user's node that node I comes from, when it is
+  /// not one of the user's nodes (a node of an inlined branch, a helper
+  /// node of an expanded op); else empty.
+  std::vector<std::string> NodeOrigins;
+  /// The nodes of ops added after opset 17 that the working copy computes
+  /// with opset-17 ops (for libonnx), by name, and the names of the helper
+  /// nodes of those expansions: the graph gets the user's op.
+  StringMap<onnx::NodeProto> ExpandedNodes;
+  StringSet<> ExpansionHelpers;
 
   std::unique_ptr<ShapeFolder> Folder;
   /// Tensors whose values are zeros standing in for external data.
@@ -861,13 +874,13 @@ std::vector<std::string> getONNXNodeNames(const onnx::GraphProto &G) {
   return Names;
 }
 
-Error ONNXImporter::computeNodeNames() {
+void ONNXImporter::computeNodeNames() {
   onnx::GraphProto &G = *Model->mutable_graph();
   int NumNodes = G.node_size();
   std::vector<std::string> NewNames = getONNXNodeNames(G);
   // The working copy carries the unique names from here on, so that the
   // checker's and shape inference's messages name every node.
-  SourceNames.resize(NumNodes);
+  SourceNames.assign(NumNodes, "");
   RenamedNodes.assign(NumNodes, false);
   for (int I = 0; I != NumNodes; ++I) {
     onnx::NodeProto &N = *G.mutable_node(I);
@@ -877,7 +890,62 @@ Error ONNXImporter::computeNodeNames() {
     SourceNames[I] = N.name();
     N.set_name(std::move(NewNames[I]));
   }
-  return Error::success();
+}
+
+void ONNXImporter::rewriteNodes() {
+  onnx::GraphProto &G = *Model->mutable_graph();
+  NodeOrigins.assign(G.node_size(), "");
+  // The user's nodes are told apart from the new ones by their origin
+  // (empty), and keep their tables by name.
+  StringMap<std::string> Sources;
+  for (int I = 0, E = G.node_size(); I != E; ++I)
+    if (RenamedNodes[I])
+      Sources[G.node(I).name()] = SourceNames[I];
+  int Inlined = inlineDecidedBranches(G, Decided, &NodeOrigins);
+  Expansions Expanded;
+  Expanded.Origins = std::move(NodeOrigins);
+  expandNewOps(*Model, &Expanded);
+  NodeOrigins = std::move(Expanded.Origins);
+  ExpandedNodes = std::move(Expanded.Originals);
+  if (!Inlined && ExpandedNodes.empty())
+    return;
+
+  int NumNodes = G.node_size();
+  SourceNames.assign(NumNodes, "");
+  RenamedNodes.assign(NumNodes, false);
+  StringSet<> Taken;
+  for (int I = 0; I != NumNodes; ++I) {
+    const onnx::NodeProto &N = G.node(I);
+    if (!NodeOrigins[I].empty())
+      continue;
+    Taken.insert(N.name());
+    auto It = Sources.find(N.name());
+    if (It != Sources.end()) {
+      RenamedNodes[I] = true;
+      SourceNames[I] = It->second;
+    }
+  }
+  // A new node keeps its name (an inlined branch's) when no other node has
+  // it; otherwise, and when it has none, it is named after its origin.
+  for (int I = 0; I != NumNodes; ++I) {
+    if (NodeOrigins[I].empty())
+      continue;
+    onnx::NodeProto &N = *G.mutable_node(I);
+    std::string Base = N.name().empty() ? NodeOrigins[I] + "/" + N.op_type() +
+                                              "_" + std::to_string(I)
+                                        : N.name();
+    std::string Name = Base;
+    for (unsigned Suffix = 1; Taken.contains(Name); ++Suffix)
+      Name = Base + "." + std::to_string(Suffix);
+    Taken.insert(Name);
+    if (Expanded.Helpers[I])
+      ExpansionHelpers.insert(Name);
+    if (Name == N.name())
+      continue;
+    RenamedNodes[I] = true;
+    SourceNames[I] = N.name();
+    N.set_name(std::move(Name));
+  }
 }
 
 Error ONNXImporter::sortNodes() {
@@ -1031,11 +1099,13 @@ Error ONNXImporter::sortNodes() {
   std::vector<std::string> Sources(NumNodes);
   std::vector<std::vector<StringRef>> Implicit(NumNodes);
   std::vector<bool> Renamed(NumNodes);
+  std::vector<std::string> Origins(NumNodes);
   for (int I = 0; I != NumNodes; ++I) {
     Nodes[I] = G.mutable_node(Order[I]);
     Sources[I] = std::move(SourceNames[Order[I]]);
     Implicit[I] = std::move(ImplicitInputs[Order[I]]);
     Renamed[I] = RenamedNodes[Order[I]];
+    Origins[I] = std::move(NodeOrigins[Order[I]]);
   }
   auto Ptrs = G.mutable_node()->pointer_begin();
   for (int I = 0; I != NumNodes; ++I)
@@ -1043,6 +1113,7 @@ Error ONNXImporter::sortNodes() {
   SourceNames = std::move(Sources);
   ImplicitInputs = std::move(Implicit);
   RenamedNodes = std::move(Renamed);
+  NodeOrigins = std::move(Origins);
   return Error::success();
 }
 
@@ -1319,7 +1390,8 @@ bool ONNXImporter::decideBranches() {
   bool Any = false;
   for (const onnx::NodeProto &N : Model->graph().node()) {
     StringRef Key = getBranchKey(N);
-    const FoldValue *Cond = Key.empty() ? nullptr : Folder->getValue(N.input(0));
+    const FoldValue *Cond =
+        Key.empty() ? nullptr : Folder->getValue(N.input(0));
     if (Cond && Cond->getNumElements() == 1) {
       Decided[Key] = Cond->real(0) != 0;
       Any = true;
@@ -1417,7 +1489,13 @@ Expected<Graph> ONNXImporter::buildGraph() {
   SmallVector<TensorId, 8> Operands;
   SmallVector<Graph::ResultSpec, 4> Results;
   for (int I = 0, E = OG.node_size(); I != E; ++I) {
-    const onnx::NodeProto &N = OG.node(I);
+    if (ExpansionHelpers.contains(OG.node(I).name()))
+      continue;
+    // An expanded node is the user's op again, with the type of its
+    // expansion's result.
+    auto Expanded = ExpandedNodes.find(OG.node(I).name());
+    const onnx::NodeProto &N =
+        Expanded == ExpandedNodes.end() ? OG.node(I) : Expanded->second;
     StringRef Name = N.name();
     bool Ok = true;
     Operands.clear();
@@ -1465,6 +1543,8 @@ Expected<Graph> ONNXImporter::buildGraph() {
                       std::move(Attrs));
     if (RenamedNodes[I])
       G.setSourceName(Id, SourceNames[I]);
+    if (!NodeOrigins[I].empty())
+      G.getOp(Id).Annotations.set("node", Attribute::getString(NodeOrigins[I]));
     if (!ImplicitInputs[I].empty())
       G.getOp(Id).Annotations.set(
           "implicit_operands", Attribute::getInt(ImplicitInputs[I].size()));
@@ -1512,20 +1592,31 @@ Error ONNXImporter::readPlacement(Graph &G) {
     for (const auto &KV : *Map)
       Keys.push_back(KV.first.str());
     llvm::sort(Keys);
+    // The ops of a node that is not one op (an inlined If), by node.
+    StringMap<SmallVector<OpId, 4>> OpsOfNode;
+    for (OpId O = 0, E = G.getNumOps(); O != E; ++O)
+      if (const Attribute *A = G.getOp(O).Annotations.get("node");
+          A && A->getKind() == AttrKind::String)
+        OpsOfNode[A->getString()].push_back(O);
     std::vector<std::pair<OpId, std::string>> Devices;
     for (const std::string &Key : Keys) {
-      OpId O = G.lookupOp(Key);
+      SmallVector<OpId, 4> Ops;
+      if (OpId O = G.lookupOp(Key); O != NoId)
+        Ops.push_back(O);
+      else if (auto It = OpsOfNode.find(Key); It != OpsOfNode.end())
+        Ops = It->second;
       Optional<StringRef> Dev = Map->get(Key)->getAsString();
-      if (O == NoId || !Dev || Dev->empty()) {
-        addError(makeFileError(
-            File, 0, 0,
-            "metadata '" + ONNXPlacementKey + "': " +
-                (O == NoId ? "the model has no node '" + Key + "'"
-                           : "the device of node '" + Key +
-                                 "' is not a device name")));
+      if (Ops.empty() || !Dev || Dev->empty()) {
+        addError(makeFileError(File, 0, 0,
+                               "metadata '" + ONNXPlacementKey + "': " +
+                                   (Ops.empty()
+                                        ? "the model has no node '" + Key + "'"
+                                        : "the device of node '" + Key +
+                                              "' is not a device name")));
         continue;
       }
-      Devices.emplace_back(O, Dev->str());
+      for (OpId O : Ops)
+        Devices.emplace_back(O, Dev->str());
     }
     if (Error E = takeErrors())
       return E;
@@ -1542,12 +1633,11 @@ Expected<Graph> ONNXImporter::run() {
   if (Error E = phase("prepare", [&] {
         if (Error E = checkHeader())
           return E;
-        inlineDecidedBranches(*Model->mutable_graph(), Decided);
+        computeNodeNames();
+        rewriteNodes();
         if (Error E = collectWeights())
           return E;
         if (Error E = applyOverrides())
-          return E;
-        if (Error E = computeNodeNames())
           return E;
         if (Error E = adaptToOpset17(*Model, Buffer.getBufferIdentifier()))
           return E;
@@ -1570,6 +1660,11 @@ Expected<Graph> ONNXImporter::run() {
     return Error::success();
   }));
   return std::move(*G);
+}
+
+Error readAsOpset17(onnx::ModelProto &M, StringRef File) {
+  expandNewOps(M);
+  return adaptToOpset17(M, File);
 }
 
 Expected<Graph> importONNX(MemoryBufferRef Buffer, const ImportOptions &Opts,
@@ -1680,7 +1775,8 @@ Expected<ImportOptions> ImportONNXPass::parseOptions(
       auto [Name, Text] = StringRef(Value).rsplit(':');
       if (Name.empty() || Text.empty() || !isValueText(Text))
         return makeError("import-onnx: value takes NAME:V with V a number, "
-                         "true or false, not '" + Value + "'");
+                         "true or false, not '" +
+                         Value + "'");
       for (const auto &V : Opts.Values)
         if (V.first == Name)
           return makeError("import-onnx: value= is given twice for input '" +

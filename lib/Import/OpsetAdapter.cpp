@@ -11,6 +11,7 @@
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/Twine.h"
 
 #include "onnx/onnx_pb.h"
@@ -24,17 +25,24 @@ namespace {
 /// Ops added to the default domain after opset 17, with the opset that
 /// added them.
 const StringMap<int> &getNewOps() {
+  // GroupNormalization (18), Mish (18) and Gelu (20) are expanded into
+  // opset-17 ops before the adapter runs (expandNewOps).
   static const StringMap<int> Ops = {
-      {"BitwiseAnd", 18},  {"BitwiseNot", 18},
-      {"BitwiseOr", 18},   {"BitwiseXor", 18},
-      {"CenterCropPad", 18}, {"Col2Im", 18},
-      {"GroupNormalization", 18}, {"Mish", 18},
+      {"BitwiseAnd", 18},         {"BitwiseNot", 18},
+      {"BitwiseOr", 18},          {"BitwiseXor", 18},
+      {"CenterCropPad", 18},      {"Col2Im", 18},
       {"OptionalGetElement", 18}, {"OptionalHasElement", 18},
-      {"DeformConv", 19},  {"AffineGrid", 20},
-      {"Gelu", 20},        {"ImageDecoder", 20},
-      {"RegexFullMatch", 20}, {"StringConcat", 20},
-      {"StringSplit", 20},
+      {"DeformConv", 19},         {"AffineGrid", 20},
+      {"ImageDecoder", 20},       {"RegexFullMatch", 20},
+      {"StringConcat", 20},       {"StringSplit", 20},
   };
+  return Ops;
+}
+
+/// The opset that added each op expandNewOps expands.
+const StringMap<int> &getExpandedOps() {
+  static const StringMap<int> Ops = {
+      {"GroupNormalization", 18}, {"Mish", 18}, {"Gelu", 20}};
   return Ops;
 }
 
@@ -128,6 +136,12 @@ void Adapter::adaptGraph(onnx::GraphProto &G) {
 
 void Adapter::adaptNode(onnx::NodeProto &N) {
   const std::string &Op = N.op_type();
+  if (auto E = getExpandedOps().find(Op);
+      E != getExpandedOps().end() && E->second <= Opset) {
+    // expandNewOps left it: it is malformed.
+    fail(N, "it does not have the op's inputs, output and attributes");
+    return;
+  }
   auto New = getNewOps().find(Op);
   if (New != getNewOps().end() && New->second <= Opset) {
     Errs.add(makeNodeError(N.name(), Op + " (added in opset " +
@@ -240,7 +254,264 @@ void Adapter::adaptNode(onnx::NodeProto &N) {
   }
 }
 
+//===----------------------------------------------------------------------===//
+// Ops added after opset 17, expanded
+//===----------------------------------------------------------------------===//
+
+/// Writes the opset-17 nodes that compute one node of a newer op. Helper
+/// tensors are named after the node's first output, helper nodes after the
+/// node; the last node keeps the node's name and output, so the result
+/// maps back to the user's node.
+class Expansion {
+public:
+  Expansion(const onnx::NodeProto &N, StringSet<> &Names,
+            std::vector<onnx::NodeProto> &Out)
+      : N(N), Names(Names), Out(Out) {}
+
+  /// A scalar float \p V of the element type of \p Like.
+  std::string constant(float V, const std::string &Like) {
+    onnx::NodeProto &C = add("Constant", {});
+    onnx::AttributeProto *A = C.add_attribute();
+    A->set_name("value");
+    A->set_type(onnx::AttributeProto::TENSOR);
+    A->mutable_t()->set_data_type(onnx::TensorProto::FLOAT);
+    A->mutable_t()->add_float_data(V);
+    return add("CastLike", {C.output(0), Like}).output(0);
+  }
+  /// An int64 vector constant.
+  std::string ints(std::initializer_list<int64_t> Vs) {
+    onnx::NodeProto &C = add("Constant", {});
+    onnx::AttributeProto *A = C.add_attribute();
+    A->set_name("value");
+    A->set_type(onnx::AttributeProto::TENSOR);
+    A->mutable_t()->set_data_type(onnx::TensorProto::INT64);
+    A->mutable_t()->add_dims(Vs.size());
+    for (int64_t V : Vs)
+      A->mutable_t()->add_int64_data(V);
+    return C.output(0);
+  }
+  /// A helper node of \p Op; returns its output.
+  std::string op(StringRef Op, std::initializer_list<std::string> Ins) {
+    return add(Op, Ins).output(0);
+  }
+  /// The same, with integer list attribute \p Attr.
+  std::string op(StringRef Op, std::initializer_list<std::string> Ins,
+                 StringRef Attr, std::initializer_list<int64_t> Vs) {
+    onnx::NodeProto &M = add(Op, Ins);
+    onnx::AttributeProto *A = M.add_attribute();
+    A->set_name(Attr.str());
+    A->set_type(onnx::AttributeProto::INTS);
+    for (int64_t V : Vs)
+      A->add_ints(V);
+    return M.output(0);
+  }
+  /// The last node: it has the node's name and output.
+  void finish(StringRef Op, std::initializer_list<std::string> Ins) {
+    onnx::NodeProto &M = Out.emplace_back();
+    M.set_op_type(Op.str());
+    M.set_name(N.name());
+    for (const std::string &In : Ins)
+      M.add_input(In);
+    M.add_output(N.output(0));
+  }
+
+private:
+  onnx::NodeProto &add(StringRef Op, std::initializer_list<std::string> Ins) {
+    onnx::NodeProto &M = Out.emplace_back();
+    M.set_op_type(Op.str());
+    ++Count;
+    if (!N.name().empty())
+      M.set_name((N.name() + "/" + Op + "_" + Twine(Count)).str());
+    for (const std::string &In : Ins)
+      M.add_input(In);
+    std::string Name;
+    for (int K = Count; Name.empty() || Names.contains(Name); K += 1000)
+      Name = (N.output(0) + "/" + N.op_type() + "." + Twine(K)).str();
+    Names.insert(Name);
+    M.add_output(Name);
+    return M;
+  }
+
+  const onnx::NodeProto &N;
+  StringSet<> &Names;
+  std::vector<onnx::NodeProto> &Out;
+  int Count = 0;
+};
+
+float getFloatAttr(const onnx::NodeProto &N, StringRef Name, float Default) {
+  for (const onnx::AttributeProto &A : N.attribute())
+    if (A.name() == Name)
+      return A.f();
+  return Default;
+}
+
+/// Appends to \p Out the opset-17 form of \p N, an op of opset \p Opset
+/// that getExpandedOps lists. Returns false, with nothing appended, for a
+/// node that does not have the op's inputs and output.
+bool expandNode(const onnx::NodeProto &N, int Opset, StringSet<> &Names,
+                std::vector<onnx::NodeProto> &Out) {
+  const std::string &Op = N.op_type();
+  int NumInputs = Op == "GroupNormalization" ? 3 : 1;
+  if (N.input_size() != NumInputs || N.output_size() != 1 ||
+      any_of(N.input(), [](const std::string &In) { return In.empty(); }))
+    return false;
+  Expansion E(N, Names, Out);
+  const std::string &X = N.input(0);
+  if (Op == "Mish") {
+    // x * tanh(softplus(x))
+    E.finish("Mul", {X, E.op("Tanh", {E.op("Softplus", {X})})});
+    return true;
+  }
+  if (Op == "Gelu") {
+    std::string Approximate = "none";
+    for (const onnx::AttributeProto &A : N.attribute())
+      if (A.name() == "approximate")
+        Approximate = A.s();
+    std::string Inner;
+    if (Approximate == "tanh") {
+      // tanh(sqrt(2 / pi) * (x + 0.044715 x^3))
+      std::string Cube = E.op("Mul", {X, E.op("Mul", {X, X})});
+      std::string Sum =
+          E.op("Add", {X, E.op("Mul", {Cube, E.constant(0.044715f, X)})});
+      Inner = E.op("Tanh", {E.op("Mul", {Sum, E.constant(0.7978845608f, X)})});
+    } else if (Approximate == "none") {
+      // erf(x / sqrt(2))
+      Inner = E.op("Erf", {E.op("Div", {X, E.constant(1.4142135624f, X)})});
+    } else {
+      return false;
+    }
+    // 0.5 x (1 + inner)
+    std::string Half = E.op("Mul", {X, E.constant(0.5f, X)});
+    E.finish("Mul", {Half, E.op("Add", {Inner, E.constant(1.0f, X)})});
+    return true;
+  }
+  // GroupNormalization: x [N, C, ...] seen as [N, G, C/G * ...], normalized
+  // over its last axis. Opset 18 scales and shifts each group (scale and
+  // bias [G]), opset 21 each channel ([C]).
+  int64_t Groups = 0;
+  for (const onnx::AttributeProto &A : N.attribute())
+    if (A.name() == "num_groups")
+      Groups = A.i();
+  if (Groups <= 0)
+    return false;
+  float Epsilon = getFloatAttr(N, "epsilon", 1e-5f);
+  std::string Grouped = E.op("Reshape", {X, E.ints({0, Groups, -1})});
+  std::string Mean = E.op("ReduceMean", {Grouped}, "axes", {2});
+  std::string Centered = E.op("Sub", {Grouped, Mean});
+  std::string Var =
+      E.op("ReduceMean", {E.op("Mul", {Centered, Centered})}, "axes", {2});
+  std::string Std = E.op("Sqrt", {E.op("Add", {Var, E.constant(Epsilon, X)})});
+  std::string Normal = E.op("Div", {Centered, Std});
+  const std::string &Scale = N.input(1), &Bias = N.input(2);
+  if (Opset < 21) {
+    std::string Scaled =
+        E.op("Mul", {Normal, E.op("Unsqueeze", {Scale, E.ints({1})})});
+    std::string Shifted =
+        E.op("Add", {Scaled, E.op("Unsqueeze", {Bias, E.ints({1})})});
+    E.finish("Reshape", {Shifted, E.op("Shape", {X})});
+    return true;
+  }
+  // [N, C, L], scaled and shifted per channel, then X's shape.
+  std::string Flat = E.op("Reshape", {X, E.ints({0, 0, -1})});
+  std::string Channels = E.op("Reshape", {Normal, E.op("Shape", {Flat})});
+  std::string Scaled =
+      E.op("Mul", {Channels, E.op("Unsqueeze", {Scale, E.ints({1})})});
+  std::string Shifted =
+      E.op("Add", {Scaled, E.op("Unsqueeze", {Bias, E.ints({1})})});
+  E.finish("Reshape", {Shifted, E.op("Shape", {X})});
+  return true;
+}
+
+void collectNames(const onnx::GraphProto &G, StringSet<> &Names) {
+  for (const onnx::ValueInfoProto &VI : G.input())
+    Names.insert(VI.name());
+  for (const onnx::TensorProto &T : G.initializer())
+    Names.insert(T.name());
+  for (const onnx::NodeProto &N : G.node()) {
+    for (const std::string &Out : N.output())
+      Names.insert(Out);
+    forEachBody(N, [&](const onnx::GraphProto &B) { collectNames(B, Names); });
+  }
+}
+
+bool isExpanded(const onnx::NodeProto &N, int Opset) {
+  if (!(N.domain().empty() || N.domain() == "ai.onnx"))
+    return false;
+  auto It = getExpandedOps().find(N.op_type());
+  return It != getExpandedOps().end() && It->second <= Opset;
+}
+
+bool hasExpandedOps(const onnx::GraphProto &G, int Opset) {
+  return any_of(G.node(), [&](const onnx::NodeProto &N) {
+    bool InBody = false;
+    forEachBody(N, [&](const onnx::GraphProto &B) {
+      InBody |= hasExpandedOps(B, Opset);
+    });
+    return InBody || isExpanded(N, Opset);
+  });
+}
+
+/// Expands the nodes of \p G and of its bodies; \p Main, when given, is
+/// kept in step with \p G's nodes (see expandNewOps).
+void expandGraph(onnx::GraphProto &G, int Opset, StringSet<> &Names,
+                 Expansions *Main) {
+  std::vector<onnx::NodeProto> Expanded;
+  bool Any = false;
+  for (onnx::NodeProto &N : *G.mutable_node()) {
+    forEachBody(
+        N, [&](onnx::GraphProto &B) { expandGraph(B, Opset, Names, nullptr); });
+    Any |= isExpanded(N, Opset);
+  }
+  if (!Any)
+    return;
+  google::protobuf::RepeatedPtrField<onnx::NodeProto> Nodes;
+  Nodes.Swap(G.mutable_node());
+  std::vector<std::string> Origins;
+  std::vector<bool> Helpers;
+  for (int I = 0, E = Nodes.size(); I != E; ++I) {
+    onnx::NodeProto &N = Nodes[I];
+    std::string Origin = Main ? Main->Origins[I] : std::string();
+    Expanded.clear();
+    if (!isExpanded(N, Opset) || !expandNode(N, Opset, Names, Expanded)) {
+      *G.add_node() = std::move(N);
+      Origins.push_back(Origin);
+      Helpers.push_back(Main && Main->Helpers[I]);
+      continue;
+    }
+    // Helpers come from the node; the last node is the node.
+    std::string Helper = Origin.empty() ? N.name() : Origin;
+    for (size_t K = 0; K != Expanded.size(); ++K) {
+      bool Last = K + 1 == Expanded.size();
+      *G.add_node() = std::move(Expanded[K]);
+      Origins.push_back(Last ? Origin : Helper);
+      Helpers.push_back(!Last);
+    }
+    if (Main)
+      Main->Originals[N.name()] = std::move(N);
+  }
+  if (Main) {
+    Main->Origins = std::move(Origins);
+    Main->Helpers = std::move(Helpers);
+  }
+}
+
 } // namespace
+
+void expandNewOps(onnx::ModelProto &M, Expansions *Main) {
+  int Opset = getDefaultOpset(M);
+  if (Main) {
+    Main->Origins.resize(M.graph().node_size());
+    Main->Helpers.assign(M.graph().node_size(), false);
+  }
+  if (Opset <= MaxLibONNXOpset || Opset > MaxReadOpset ||
+      !hasExpandedOps(M.graph(), Opset))
+    return;
+  StringSet<> Names;
+  collectNames(M.graph(), Names);
+  expandGraph(*M.mutable_graph(), Opset, Names, Main);
+}
+
+namespace {} // namespace
 
 Error adaptToOpset17(onnx::ModelProto &M, StringRef File) {
   int Opset = getDefaultOpset(M);

@@ -27,21 +27,24 @@
 ///   QuantizeLinear, DequantizeLinear (19, 21): default output_dtype,
 ///   block_size and saturate are dropped.
 ///
-/// Anything else that opset 17 cannot say (an op added after it, such as
-/// GroupNormalization or Gelu, a float8 or 4-bit tensor, computed reduce
-/// axes, Pad axes, Resize axes) is an error naming the node, the op and
-/// the opset.
+/// GroupNormalization, Mish and Gelu are expanded into opset-17 ops
+/// (expandNewOps). Anything else that opset 17 cannot say (an op added
+/// after it, such as Col2Im or CenterCropPad, a float8 or 4-bit tensor,
+/// computed reduce axes, Pad axes, Resize axes) is an error naming the node,
+/// the op and the opset.
 ///
 //===----------------------------------------------------------------------===//
 
 #ifndef DP_LIB_IMPORT_OPSETADAPTER_H
 #define DP_LIB_IMPORT_OPSETADAPTER_H
 
+#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Error.h"
 
-namespace onnx {
-class ModelProto;
-} // namespace onnx
+#include "onnx/onnx_pb.h"
+
+#include <string>
+#include <vector>
 
 namespace dp {
 
@@ -51,6 +54,26 @@ constexpr int MaxReadOpset = 21;
 /// What libonnx 1.12 checks and infers.
 constexpr int MaxLibONNXIRVersion = 8;
 constexpr int MaxLibONNXOpset = 17;
+
+/// What expandNewOps did to the main graph, per node.
+struct Expansions {
+  /// The name of the user's node each node comes from, empty for the
+  /// user's own nodes (in: as before the expansion).
+  std::vector<std::string> Origins;
+  /// Whether each node is a helper node of an expansion.
+  std::vector<bool> Helpers;
+  /// The nodes expanded, by name (the last node of an expansion has it).
+  llvm::StringMap<onnx::NodeProto> Originals;
+};
+
+/// Replaces, in models of opsets 18 to 21, the nodes of ops added after
+/// opset 17 that opset-17 ops compute by those ops, for libonnx's checker
+/// and inference: GroupNormalization (18; scale and bias per group before
+/// opset 21, per channel from it), Mish (18) and Gelu (20, exact or tanh).
+/// The last node of each expansion keeps the node's name and output. A
+/// node without the op's inputs is left for the adapter to report.
+/// \p Main, when given, records the expansions of the main graph.
+void expandNewOps(onnx::ModelProto &M, Expansions *Main = nullptr);
 
 /// Rewrites \p M, whose nodes carry their unique names already, into IR 8
 /// and opset 17 where it is newer (see the file comment). Errors name the

@@ -1319,8 +1319,7 @@ Expected<FoldValue> parseFoldValue(int32_t ElemType, ArrayRef<int64_t> Dims,
   double D;
   if (!V.isReal()) {
     if (!to_integer(Text, I, 10))
-      return foldError("it holds integers, and '" + Text +
-                       "' is not one");
+      return foldError("it holds integers, and '" + Text + "' is not one");
     if (wrapInt(ElemType, I) != I)
       return foldError("'" + Text + "' does not fit its element type");
     storeInt(V, 0, I);
@@ -1425,7 +1424,24 @@ Expected<bool> ShapeFolder::run() {
           InDims.back() = &ValueDims[K];
       }
     }
-    Expected<bool> Folded = evaluateNode(N, Opset, Ins, InDims, Results);
+    // CastLike needs only the element type of its second input: folded as
+    // the Cast to that type.
+    const onnx::NodeProto *Eval = &N;
+    onnx::NodeProto AsCast;
+    if (N.op_type() == "CastLike" && N.input_size() == 2 && Ins[0]) {
+      const onnx::TypeProto *T = TypeOf(N.input(1));
+      if (!T || !T->has_tensor_type() || !T->tensor_type().elem_type())
+        continue;
+      AsCast.set_op_type("Cast");
+      AsCast.add_input(N.input(0));
+      AsCast.add_output(N.output(0));
+      onnx::AttributeProto *To = AsCast.add_attribute();
+      To->set_name("to");
+      To->set_type(onnx::AttributeProto::INT);
+      To->set_i(T->tensor_type().elem_type());
+      Eval = &AsCast;
+    }
+    Expected<bool> Folded = evaluateNode(*Eval, Opset, Ins, InDims, Results);
     if (!Folded) {
       Errs.add(makeNodeError(N.name(), "cannot fold this shape computation: " +
                                            toString(Folded.takeError())));

@@ -310,7 +310,13 @@ struct DirectionWeights {
 class RNNExpander {
 public:
   RNNExpander(OpBuilder &B, GraphRebuilder &RB, const RNNOp &R)
-      : B(B), RB(RB), R(R), Name(RB.getOld().getOp(R.Id).Name.str()) {}
+      : B(B), RB(RB), R(R), Name(RB.getOld().getOp(R.Id).Name.str()) {
+    // The user's node the RNN op comes from, when it is not the op's own
+    // (an RNN in an inlined If branch): the cells come from it too.
+    if (const Attribute *A = RB.getOld().getOp(R.Id).Annotations.get("node");
+        A && A->getKind() == AttrKind::String)
+      Node = A->getString();
+  }
 
   void expand();
 
@@ -352,6 +358,7 @@ private:
   GraphRebuilder &RB;
   const RNNOp &R;
   std::string Name;
+  std::string Node;
   SmallVector<DirectionWeights, 2> Dirs;
   /// x_t per timestep.
   SmallVector<TensorId, 16> Xs;
@@ -366,6 +373,8 @@ private:
 void RNNExpander::annotate(int64_t Step) {
   B.Annotations = AttributeList();
   B.Annotations.set("rnn", Attribute::getString(Name));
+  if (!Node.empty())
+    B.Annotations.set("node", Attribute::getString(Node));
   if (Step >= 0)
     B.Annotations.set("timestep", Attribute::getInt(Step));
 }
@@ -638,6 +647,8 @@ void RNNExpander::expand() {
   B.clearConstants();
   B.ConstantAnnotations = AttributeList();
   B.ConstantAnnotations.set("rnn", Attribute::getString(Name));
+  if (!Node.empty())
+    B.ConstantAnnotations.set("node", Attribute::getString(Node));
 
   prepareWeights();
   splitInput();

@@ -168,6 +168,11 @@ def _gelu(x, a, o):
     return [F.gelu(x[0], approximate=approx)]
 
 
+@kernel("Mish")
+def _mish(x, a, o):
+    return [F.mish(x[0])]
+
+
 @kernel("Clip")
 def _clip(x, a, o):
     if o < 11:
@@ -365,6 +370,26 @@ def _batch_norm(x, a, o):
 def _instance_norm(x, a, o):
     return [F.instance_norm(x[0], weight=x[1], bias=x[2],
                             eps=a.get("epsilon", 1e-5))]
+
+
+@kernel("GroupNormalization")
+def _group_norm(x, a, o):
+    X, scale, bias = x[0], x[1], x[2]
+    groups = a["num_groups"]
+    eps = a.get("epsilon", 1e-5)
+    if o >= 21:
+        return [F.group_norm(X, groups, scale, bias, eps)]
+    # Before opset 21, scale and bias hold one value per group.
+    channels = X.shape[1]
+    if groups <= 0 or channels % groups:
+        raise OpError("GroupNormalization: %d channels do not split into "
+                      "%d groups" % (channels, groups))
+    shape = [1, channels] + [1] * (X.dim() - 2)
+
+    def per_channel(t):
+        return t.repeat_interleave(channels // groups).reshape(shape)
+    return [F.group_norm(X, groups, None, None, eps) * per_channel(scale)
+            + per_channel(bias)]
 
 
 @kernel("LayerNormalization")

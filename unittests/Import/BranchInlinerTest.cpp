@@ -67,12 +67,8 @@ TEST(BranchInliner, RenamesTheBranchsClashingNames) {
   Decided["y"] = true;
   EXPECT_EQ(inlineDecidedBranches(G, Decided), 1);
   std::vector<std::string> Expected = {
-      "Relu(x) -> k",
-      "Sigmoid(x) -> k.inlined1",
-      "Constant() -> w",
-      "If(c) -> a",
-      "Identity(a) -> y",
-      "Neg(k) -> z",
+      "Relu(x) -> k", "Sigmoid(x) -> k.inlined1", "Constant() -> w",
+      "If(c) -> a",   "Identity(a) -> y",         "Neg(k) -> z",
   };
   EXPECT_EQ(describe(G), Expected);
   // The nested If's bodies read the renamed k.
@@ -88,12 +84,8 @@ TEST(BranchInliner, InlinesNestedDecisionsAndTheElseBranch) {
   Decided["a"] = false;
   EXPECT_EQ(inlineDecidedBranches(G, Decided), 2);
   std::vector<std::string> Expected = {
-      "Relu(x) -> k",
-      "Sigmoid(x) -> k.inlined1",
-      "Constant() -> w",
-      "Neg(k.inlined1) -> q",
-      "Identity(q) -> a",
-      "Identity(a) -> y",
+      "Relu(x) -> k",         "Sigmoid(x) -> k.inlined1", "Constant() -> w",
+      "Neg(k.inlined1) -> q", "Identity(q) -> a",         "Identity(a) -> y",
       "Neg(k) -> z",
   };
   EXPECT_EQ(describe(G), Expected);

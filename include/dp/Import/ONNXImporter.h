@@ -83,6 +83,13 @@ llvm::Error readONNXModel(llvm::MemoryBufferRef Buffer,
 /// this name.
 std::vector<std::string> getONNXNodeNames(const onnx::GraphProto &G);
 
+/// Rewrites \p M, a model of IR 9 or 10 or of opsets 18 to 21, into the IR
+/// 8, opset 17 form that libonnx 1.12 checks, as import-onnx reads it
+/// (docs/import-onnx.md): ops added later expanded, changed signatures
+/// adapted. What opset 17 cannot say is an error naming the node (or
+/// \p File for the versions).
+llvm::Error readAsOpset17(onnx::ModelProto &M, llvm::StringRef File);
+
 /// Whether \p Bytes looks like ONNX text syntax rather than a binary
 /// protobuf (only printable text in its first bytes).
 bool looksLikeONNXText(llvm::StringRef Bytes);
