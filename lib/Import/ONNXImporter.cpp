@@ -895,6 +895,8 @@ void ONNXImporter::computeNodeNames() {
 void ONNXImporter::rewriteNodes() {
   onnx::GraphProto &G = *Model->mutable_graph();
   NodeOrigins.assign(G.node_size(), "");
+  if (Decided.empty() && getDefaultOpset(*Model) <= MaxLibONNXOpset)
+    return; // Nothing to inline or expand.
   // The user's nodes are told apart from the new ones by their origin
   // (empty), and keep their tables by name.
   StringMap<std::string> Sources;
@@ -1203,6 +1205,62 @@ static int getInputRank(onnx::InferenceContext &Ctx, int Input) {
              : -1;
 }
 
+/// Integer attribute list \p Name of the node, or \p Default (one per
+/// spatial axis) when absent.
+static std::vector<int64_t> getWindowAttr(onnx::InferenceContext &Ctx,
+                                          const char *Name, size_t N,
+                                          int64_t Default) {
+  const onnx::AttributeProto *A = Ctx.getAttribute(Name);
+  if (!A)
+    return std::vector<int64_t>(N, Default);
+  return std::vector<int64_t>(A->ints().begin(), A->ints().end());
+}
+
+/// Fails a convolution or pooling node whose window, dilated, is larger
+/// than its padded input on a spatial axis of known size: libonnx 1.12
+/// rounds the negative output size toward zero and gives it 0 or 1, where
+/// every runtime refuses the node. (Transposed convolutions and unpooling
+/// grow their input, and the SAME paddings cover any input.)
+static void checkWindowFits(onnx::InferenceContext &Ctx, StringRef Op,
+                            int Spatial) {
+  if (Op == "ConvTranspose" || Op == "MaxUnpool")
+    return;
+  const onnx::AttributeProto *AutoPad = Ctx.getAttribute("auto_pad");
+  StringRef Mode = AutoPad ? StringRef(AutoPad->s()) : "NOTSET";
+  if (Mode.startswith("SAME"))
+    return;
+  const onnx::TypeProto *X = Ctx.getInputType(0);
+  int W = getFilterInput(Op);
+  const onnx::TypeProto *WT =
+      W >= 0 && size_t(W) < Ctx.getNumInputs() ? Ctx.getInputType(W) : nullptr;
+  std::vector<int64_t> Kernel(Spatial, -1);
+  if (const onnx::AttributeProto *K = Ctx.getAttribute("kernel_shape")) {
+    Kernel.assign(K->ints().begin(), K->ints().end());
+  } else if (WT && WT->tensor_type().has_shape() &&
+             WT->tensor_type().shape().dim_size() == Spatial + 2) {
+    for (int I = 0; I != Spatial; ++I) {
+      const auto &D = WT->tensor_type().shape().dim(I + 2);
+      Kernel[I] = D.has_dim_value() ? D.dim_value() : -1;
+    }
+  }
+  std::vector<int64_t> Dilations = getWindowAttr(Ctx, "dilations", Spatial, 1);
+  std::vector<int64_t> Pads = Mode == "VALID"
+                                  ? std::vector<int64_t>(2 * Spatial, 0)
+                                  : getWindowAttr(Ctx, "pads", 2 * Spatial, 0);
+  for (int I = 0; I != Spatial; ++I) {
+    const auto &D = X->tensor_type().shape().dim(I + 2);
+    if (!D.has_dim_value() || Kernel[I] < 1)
+      continue;
+    int64_t Window = (Kernel[I] - 1) * Dilations[I] + 1;
+    int64_t Padded = D.dim_value() + Pads[I] + Pads[I + Spatial];
+    if (Window > Padded)
+      fail_shape_inference("the window spans ", Window,
+                           " positions on spatial axis ", I,
+                           ", and the padded input only ", Padded, "; ",
+                           Op.str(), " needs its window inside the input");
+  }
+}
+
 /// Checks a convolution or pooling node (op \p Op) before libonnx 1.12's
 /// shape inference sees it: that code trusts its inputs and crashed
 /// dp-opt on models dp-fuzz-onnx-binary made (docs/hardening.md). It
@@ -1247,6 +1305,7 @@ static void checkConvPoolNode(onnx::InferenceContext &Ctx, StringRef Op) {
                            " values and the input X ", Spatial,
                            " spatial axes; ", Op.str(), " needs ", Want);
   }
+  checkWindowFits(Ctx, Op, Spatial);
 }
 
 /// Checks a Gemm node before libonnx 1.12's shape inference sees it: before
@@ -1326,6 +1385,12 @@ public:
       Guarded->PartialDataPropagationFunction(
           [Propagate = Schema->GetDataPropagationFunction(),
            Op = Key](onnx::DataPropagationContext &Ctx) {
+            // A data input whose producer failed inference has no type;
+            // libonnx 1.12's propagators (Shape's) dereference it. That
+            // producer's error is the one to report. (Later inputs may be
+            // optional ones left out.)
+            if (Ctx.getNumInputs() && !Ctx.getInputType(0))
+              return;
             runGuarded(Op, [&] { Propagate(Ctx); });
           });
     return Guarded.get();
@@ -1489,13 +1554,17 @@ Expected<Graph> ONNXImporter::buildGraph() {
   SmallVector<TensorId, 8> Operands;
   SmallVector<Graph::ResultSpec, 4> Results;
   for (int I = 0, E = OG.node_size(); I != E; ++I) {
-    if (ExpansionHelpers.contains(OG.node(I).name()))
-      continue;
     // An expanded node is the user's op again, with the type of its
-    // expansion's result.
-    auto Expanded = ExpandedNodes.find(OG.node(I).name());
-    const onnx::NodeProto &N =
-        Expanded == ExpandedNodes.end() ? OG.node(I) : Expanded->second;
+    // expansion's result; the expansion's helpers are not ops.
+    const onnx::NodeProto *Node = &OG.node(I);
+    if (!ExpandedNodes.empty()) {
+      if (ExpansionHelpers.contains(Node->name()))
+        continue;
+      auto Expanded = ExpandedNodes.find(Node->name());
+      if (Expanded != ExpandedNodes.end())
+        Node = &Expanded->second;
+    }
+    const onnx::NodeProto &N = *Node;
     StringRef Name = N.name();
     bool Ok = true;
     Operands.clear();
