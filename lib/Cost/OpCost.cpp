@@ -596,8 +596,12 @@ static void estimateControlFlow(const Graph &G, const Op &O, OpWork &W) {
       // dimension is the trip count.
       unsigned Carried = Explicit >= 2 ? Explicit - 2 : 0;
       const TensorType *ScanOut = getResultType(G, O, Carried);
+      const Attribute *Trips = O.Annotations.get("trip_count");
       if (ScanOut && ScanOut->getRank() > 0) {
         Iterations = double(ScanOut->Dims[0]);
+      } else if (Trips && Trips->getKind() == AttrKind::Int) {
+        // Import folded M: the loop runs at most that often.
+        Iterations = double(Trips->getInt());
       } else {
         W.Note = "Loop trip count unknown: costed as one iteration";
       }

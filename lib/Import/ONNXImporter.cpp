@@ -6,6 +6,7 @@
 
 #include "dp/Import/ONNXImporter.h"
 #include "BranchInliner.h"
+#include "LoopShapes.h"
 #include "ONNXWalk.h"
 #include "OpsetAdapter.h"
 #include "ShapeFolder.h"
@@ -415,6 +416,9 @@ private:
   /// Records the Ifs whose condition folded in Decided; returns whether
   /// there are any.
   bool decideBranches();
+  /// Gives Loop results the shapes their bodies keep (LoopShapes.h);
+  /// returns how many got one. \p Done holds the Loops finished.
+  int inferLoopResults(StringSet<> &Done);
   Expected<Graph> buildGraph();
   /// Sets the `device` of the ops that the model's dp.placement metadata
   /// entry places (a model written by emit{format=onnx}).
@@ -795,33 +799,6 @@ Error ONNXImporter::applyOverrides() {
       D.Clear();
   }
   return takeErrors();
-}
-
-/// Appends to \p Out, in first-use order, the names \p G's nodes (and their
-/// nested subgraphs) read from enclosing scopes. \p Local holds the names
-/// visible from enclosing subgraphs; \p Seen the names already appended or
-/// explicitly read by the node.
-static void collectOuterReads(const onnx::GraphProto &G,
-                              std::vector<StringRef> &Out, NameSet &Seen,
-                              NameSet Local) {
-  for (const auto &VI : G.input())
-    Local.insert(VI.name());
-  for (const auto &T : G.initializer())
-    Local.insert(T.name());
-  for (const onnx::NodeProto &N : G.node()) {
-    for (const std::string &In : N.input())
-      if (!In.empty() && !Local.contains(In) && Seen.insert(In).second)
-        Out.push_back(In);
-    for (const onnx::AttributeProto &A : N.attribute()) {
-      if (A.has_g())
-        collectOuterReads(A.g(), Out, Seen, Local);
-      for (const auto &Sub : A.graphs())
-        collectOuterReads(Sub, Out, Seen, Local);
-    }
-    for (const std::string &O : N.output())
-      if (!O.empty())
-        Local.insert(O);
-  }
 }
 
 static bool hasSubgraphs(const onnx::NodeProto &N) {
@@ -1436,19 +1413,50 @@ Error ONNXImporter::foldShapes() {
     Folder->markUnknown(Name);
   for (auto &[Name, V] : BoundValues)
     Folder->bind(Name, std::move(V));
-  // Each round folds what the last round's shapes allow; a round that
-  // folds nothing new for an unfinished node ends it.
+  // Each round folds what the last round's shapes allow, and gives Loops
+  // the result shapes their bodies keep; a round that finds nothing new
+  // for an unfinished node ends it.
+  StringSet<> LoopsDone;
   while (true) {
     Expected<bool> More = Folder->run();
     if (!More)
       return More.takeError();
-    if (!*More)
+    int LoopResults = inferLoopResults(LoopsDone);
+    if (!*More && !LoopResults)
       break;
     if (Error E = runShapeInference())
       return E;
   }
   Folder->finish();
   return Error::success();
+}
+
+int ONNXImporter::inferLoopResults(StringSet<> &Done) {
+  onnx::GraphProto &G = *Model->mutable_graph();
+  if (none_of(G.node(),
+              [](const onnx::NodeProto &N) { return N.op_type() == "Loop"; }))
+    return 0;
+  StringMap<const onnx::TypeProto *> Types;
+  for (const auto *VIs : {&G.input(), &G.value_info(), &G.output()})
+    for (const onnx::ValueInfoProto &VI : *VIs)
+      Types.try_emplace(VI.name(), &VI.type());
+  auto TypeOf = [&](StringRef Name) { return Types.lookup(Name); };
+  auto ValueOf = [&](StringRef Name) { return Folder->getValue(Name); };
+  auto Infer = [&](onnx::ModelProto &Body) {
+    try {
+      onnx::ShapeInferenceOptions Options(/*check_type_val=*/true,
+                                          /*strict_mode_val=*/1,
+                                          /*data_prop_val=*/true);
+      GuardedSchemaRegistry Schemas;
+      return !runCatchingCrash(
+          [&] { onnx::shape_inference::InferShapes(Body, &Schemas, Options); });
+    } catch (const std::exception &) {
+      return false; // The Loop keeps the error its results get.
+    }
+  };
+  // (function_ref does not own: the lambdas live in this frame.)
+  LoopShapeContext Ctx{TypeOf, ValueOf, Infer};
+  return inferLoopShapes(*Model, Ctx, Done);
 }
 
 bool ONNXImporter::decideBranches() {
@@ -1617,6 +1625,13 @@ Expected<Graph> ONNXImporter::buildGraph() {
     if (!ImplicitInputs[I].empty())
       G.getOp(Id).Annotations.set(
           "implicit_operands", Attribute::getInt(ImplicitInputs[I].size()));
+    // A Loop's trip count, when folded, is the most iterations it runs.
+    if (Folder && N.op_type() == "Loop" && N.input_size() &&
+        !N.input(0).empty())
+      if (const FoldValue *M = Folder->getValue(N.input(0));
+          M && M->getNumElements() == 1 && M->integer(0) >= 0)
+        G.getOp(Id).Annotations.set("trip_count",
+                                    Attribute::getInt(M->integer(0)));
     // An op whose every result was folded computes a shape: its value is
     // known before the step runs.
     if (Folder && N.output_size() &&

@@ -13,9 +13,13 @@
 #ifndef DP_LIB_IMPORT_ONNXWALK_H
 #define DP_LIB_IMPORT_ONNXWALK_H
 
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/ADT/StringRef.h"
 
 #include "onnx/onnx_pb.h"
+
+#include <vector>
 
 namespace dp {
 
@@ -46,6 +50,34 @@ inline void forEachBody(const onnx::NodeProto &N,
       Fn(A.g());
     for (const onnx::GraphProto &Body : A.graphs())
       Fn(Body);
+  }
+}
+
+/// Appends to \p Out, in first-use order, the names \p G's nodes (and their
+/// nested subgraphs) read from enclosing scopes. \p Local holds the names
+/// visible from enclosing subgraphs; \p Seen the names already appended or
+/// explicitly read by the node.
+inline void collectOuterReads(const onnx::GraphProto &G,
+                              std::vector<llvm::StringRef> &Out,
+                              llvm::DenseSet<llvm::StringRef> &Seen,
+                              llvm::DenseSet<llvm::StringRef> Local) {
+  for (const auto &VI : G.input())
+    Local.insert(VI.name());
+  for (const auto &T : G.initializer())
+    Local.insert(T.name());
+  for (const onnx::NodeProto &N : G.node()) {
+    for (const std::string &In : N.input())
+      if (!In.empty() && !Local.contains(In) && Seen.insert(In).second)
+        Out.push_back(In);
+    for (const onnx::AttributeProto &A : N.attribute()) {
+      if (A.has_g())
+        collectOuterReads(A.g(), Out, Seen, Local);
+      for (const auto &Sub : A.graphs())
+        collectOuterReads(Sub, Out, Seen, Local);
+    }
+    for (const std::string &O : N.output())
+      if (!O.empty())
+        Local.insert(O);
   }
 }
 
