@@ -431,6 +431,9 @@ private:
   StringRef nodeName(int I) const { return Model->graph().node(I).name(); }
   /// Finds the node a checker or inference message is about.
   std::string findNodeInMessage(StringRef Msg) const;
+  /// " ('a' is [2,3], 'b' is [4])": the shapes of node \p NodeName's
+  /// inputs as far as known; empty when none is.
+  std::string describeInputShapes(StringRef NodeName) const;
 
   /// Runs one import phase, timed in Timers when there are any.
   template <typename Fn> Error phase(StringRef Name, Fn &&Body) {
@@ -1380,6 +1383,39 @@ private:
 
 } // namespace
 
+std::string ONNXImporter::describeInputShapes(StringRef NodeName) const {
+  const onnx::GraphProto &G = Model->graph();
+  const onnx::NodeProto *N = nullptr;
+  for (const onnx::NodeProto &Candidate : G.node())
+    if (Candidate.name() == NodeName)
+      N = &Candidate;
+  if (!N)
+    return "";
+  StringMap<const onnx::TypeProto *> Types;
+  for (const auto *VIs : {&G.input(), &G.value_info(), &G.output()})
+    for (const onnx::ValueInfoProto &VI : *VIs)
+      Types.try_emplace(VI.name(), &VI.type());
+  std::string Out;
+  raw_string_ostream OS(Out);
+  ListSeparator LS(", ");
+  for (const std::string &In : N->input()) {
+    const onnx::TypeProto *T = In.empty() ? nullptr : Types.lookup(In);
+    if (!T || !T->has_tensor_type() || !T->tensor_type().has_shape())
+      continue;
+    OS << LS << "'" << In << "' is [";
+    ListSeparator Comma(",");
+    for (const auto &D : T->tensor_type().shape().dim()) {
+      OS << Comma;
+      if (D.has_dim_value())
+        OS << D.dim_value();
+      else
+        OS << (D.dim_param().empty() ? "?" : D.dim_param());
+    }
+    OS << "]";
+  }
+  return Out.empty() ? "" : " (" + Out + ")";
+}
+
 Error ONNXImporter::runShapeInference() {
   try {
     onnx::ShapeInferenceOptions Options(/*check_type_val=*/true,
@@ -1400,6 +1436,9 @@ Error ONNXImporter::runShapeInference() {
     std::string Msg = "shape inference failed: " + cleanONNXMessage(E.what());
     if (Node.empty())
       return makeFileError(Buffer.getBufferIdentifier(), 0, 0, Msg);
+    // libonnx's broadcasting error names no shape: name the inputs'.
+    if (StringRef(Msg).contains_insensitive("incompatible dimensions"))
+      Msg += describeInputShapes(Node);
     return makeNodeError(Node, Msg);
   }
   return Error::success();
