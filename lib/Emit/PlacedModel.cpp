@@ -6,6 +6,7 @@
 
 #include "dp/Emit/PlacedModel.h"
 #include "dp/Import/ONNXImporter.h"
+#include "dp/Import/ONNXWalk.h"
 #include "dp/Support/Diagnostics.h"
 #include "dp/Support/FileOutput.h"
 
@@ -122,60 +123,18 @@ std::unique_ptr<onnx::ModelProto> PlacedModel::makePlacedModel() const {
 // Splitting
 //===----------------------------------------------------------------------===//
 
-/// Appends to \p Out the names that \p G's nodes (and nested subgraphs)
-/// read from enclosing scopes, in first-use order. \p Local holds the
-/// names visible from enclosing subgraphs.
-static void collectOuterReads(const onnx::GraphProto &G,
-                              std::vector<std::string> &Out, StringSet<> &Seen,
-                              StringSet<> Local) {
-  for (const auto &VI : G.input())
-    Local.insert(VI.name());
-  for (const auto &T : G.initializer())
-    Local.insert(T.name());
-  for (const onnx::NodeProto &N : G.node()) {
-    for (const std::string &In : N.input())
-      if (!In.empty() && !Local.contains(In) && Seen.insert(In).second)
-        Out.push_back(In);
-    for (const onnx::AttributeProto &A : N.attribute()) {
-      if (A.has_g())
-        collectOuterReads(A.g(), Out, Seen, Local);
-      for (const auto &Sub : A.graphs())
-        collectOuterReads(Sub, Out, Seen, Local);
-    }
-    for (const std::string &O : N.output())
-      if (!O.empty())
-        Local.insert(O);
-  }
-}
-
 /// Every tensor node \p N reads: its inputs, then what its subgraphs read
 /// from outside.
 static std::vector<std::string> getNodeReads(const onnx::NodeProto &N) {
-  std::vector<std::string> Reads;
-  StringSet<> Seen;
+  std::vector<StringRef> Reads;
+  DenseSet<StringRef> Seen;
   for (const std::string &In : N.input())
     if (!In.empty() && Seen.insert(In).second)
       Reads.push_back(In);
-  for (const onnx::AttributeProto &A : N.attribute()) {
-    if (A.has_g())
-      collectOuterReads(A.g(), Reads, Seen, {});
-    for (const auto &Sub : A.graphs())
-      collectOuterReads(Sub, Reads, Seen, {});
-  }
-  return Reads;
-}
-
-/// A copy of \p M whose initializers stored outside the model (or too large
-/// to matter to shape inference) are graph inputs of their type instead:
-/// what the checker and shape inference can work on without the weights.
-/// The bodies attribute \p A holds.
-static SmallVector<onnx::GraphProto *, 2> getBodies(onnx::AttributeProto &A) {
-  SmallVector<onnx::GraphProto *, 2> Bodies;
-  if (A.has_g())
-    Bodies.push_back(A.mutable_g());
-  for (onnx::GraphProto &B : *A.mutable_graphs())
-    Bodies.push_back(&B);
-  return Bodies;
+  forEachBody(N, [&](const onnx::GraphProto &Body) {
+    collectOuterReads(Body, Reads, Seen, {});
+  });
+  return std::vector<std::string>(Reads.begin(), Reads.end());
 }
 
 /// Gives \p T, when its data is stored outside the file, zeros of its size
@@ -218,6 +177,9 @@ static void fillWithZeros(onnx::TensorProto &T) {
   T.set_raw_data(std::string(Bytes, '\0'));
 }
 
+/// A copy of \p M whose initializers stored outside the model (or too large
+/// to matter to shape inference) are graph inputs of their type instead:
+/// what the checker and shape inference can work on without the weights.
 static onnx::ModelProto withoutWeightData(const onnx::ModelProto &M) {
   onnx::ModelProto Out = M;
   onnx::GraphProto &G = *Out.mutable_graph();
@@ -253,13 +215,12 @@ static onnx::ModelProto withoutWeightData(const onnx::ModelProto &M) {
   // data stored outside the file.
   std::function<void(onnx::GraphProto &)> FillBodies =
       [&](onnx::GraphProto &Body) {
-        for (onnx::NodeProto &N : *Body.mutable_node())
-          for (onnx::AttributeProto &A : *N.mutable_attribute()) {
-            for (onnx::GraphProto *B : getBodies(A))
-              FillBodies(*B);
+        for (onnx::NodeProto &N : *Body.mutable_node()) {
+          forEachBody(N, FillBodies);
+          for (onnx::AttributeProto &A : *N.mutable_attribute())
             if (A.has_t())
               fillWithZeros(*A.mutable_t());
-          }
+        }
         if (&Body != &G)
           for (onnx::TensorProto &T : *Body.mutable_initializer())
             fillWithZeros(T);

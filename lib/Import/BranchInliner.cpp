@@ -5,7 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "BranchInliner.h"
-#include "ONNXWalk.h"
+#include "dp/Import/ONNXWalk.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSet.h"

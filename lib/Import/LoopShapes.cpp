@@ -5,8 +5,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "LoopShapes.h"
-#include "ONNXWalk.h"
 #include "ShapeFolder.h"
+#include "dp/Import/ONNXWalk.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringMap.h"

@@ -7,11 +7,11 @@
 #include "dp/Import/ONNXImporter.h"
 #include "BranchInliner.h"
 #include "LoopShapes.h"
-#include "ONNXWalk.h"
 #include "OpsetAdapter.h"
 #include "ShapeFolder.h"
 #include "dp/IR/Bytecode.h"
 #include "dp/IR/TextFormat.h"
+#include "dp/Import/ONNXWalk.h"
 #include "dp/Support/Diagnostics.h"
 #include "dp/Support/Format.h"
 

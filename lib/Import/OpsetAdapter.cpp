@@ -5,8 +5,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "OpsetAdapter.h"
-#include "ONNXWalk.h"
 #include "ShapeFolder.h"
+#include "dp/Import/ONNXWalk.h"
 #include "dp/Support/Diagnostics.h"
 
 #include "llvm/ADT/STLExtras.h"

@@ -5,13 +5,14 @@
 //===----------------------------------------------------------------------===//
 ///
 /// \file
-/// What import-onnx's stages all need of a model: its default-domain opset,
-/// and the bodies (If branches, Loop and Scan bodies) of a node.
+/// What import-onnx's stages and emit need of a model: its default-domain
+/// opset, the bodies (If branches, Loop and Scan bodies) of a node, and the
+/// tensors a body reads from the scopes around it.
 ///
 //===----------------------------------------------------------------------===//
 
-#ifndef DP_LIB_IMPORT_ONNXWALK_H
-#define DP_LIB_IMPORT_ONNXWALK_H
+#ifndef DP_IMPORT_ONNXWALK_H
+#define DP_IMPORT_ONNXWALK_H
 
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
@@ -83,4 +84,4 @@ inline void collectOuterReads(const onnx::GraphProto &G,
 
 } // namespace dp
 
-#endif // DP_LIB_IMPORT_ONNXWALK_H
+#endif // DP_IMPORT_ONNXWALK_H
