@@ -10,6 +10,7 @@
 #include "dp/IR/Bytecode.h"
 #include "dp/IR/TextFormat.h"
 #include "dp/Sim/SimulatePass.h"
+#include "dp/Sim/StepSimulation.h"
 #include "dp/Support/Diagnostics.h"
 #include "dp/Support/FileOutput.h"
 
@@ -300,11 +301,13 @@ Error EmitPass::run(Graph &G, PassContext &Ctx) {
                        "(Debian package graphviz)");
     Dot = std::move(*Found);
   }
-  Expected<PlacedStep> Step = PlacedStep::simulate(G, C);
-  if (!Step)
-    return Step.takeError();
-  PlacedStep &S = *Step;
-  S.SearchSeconds = Ctx.SearchSeconds;
+  // The step simulate simulated, when it ran on this graph.
+  Expected<const StepSimulation *> Sim = getStepSimulation(G, C, Ctx.Analyses);
+  if (!Sim)
+    return Sim.takeError();
+  PlacedStep S = PlacedStep::build(G, **Sim);
+  if (const PlacementSearch *Search = Ctx.Analyses.get<PlacementSearch>())
+    S.SearchSeconds = Search->Seconds;
 
   // The user's model, read and mapped before anything is written.
   Optional<PlacedModel> PM;

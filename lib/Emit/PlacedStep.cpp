@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dp/Emit/Emit.h"
+#include "dp/Sim/StepSimulation.h"
 #include "dp/Support/Diagnostics.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -87,24 +88,24 @@ static std::string formatShares(const PlacedStep &S,
 }
 
 Expected<PlacedStep> PlacedStep::simulate(const Graph &G, const Cluster &C) {
-  Expected<SimGraph> SG = SimGraph::build(G, C);
-  if (!SG)
-    return SG.takeError();
-  Expected<std::vector<uint32_t>> Placement = getPlacement(G, C);
-  if (!Placement)
-    return Placement.takeError();
+  Expected<StepSimulation> Sim = simulateStep(G, C);
+  if (!Sim)
+    return Sim.takeError();
+  return build(G, *Sim);
+}
+
+PlacedStep PlacedStep::build(const Graph &G, const StepSimulation &Sim) {
   PlacedStep S;
   S.G = &G;
-  S.C = &C;
-  S.Placement = std::move(*Placement);
-  Simulator Sim(*SG);
-  Sim.run(S.Placement, S.Result, /*RecordTimeline=*/true);
-  S.Bounds = computeLowerBounds(*SG);
-  S.Baseline = computeSingleDeviceBaseline(*SG);
+  S.C = Sim.C;
+  S.Placement = Sim.Placement;
+  S.Result = Sim.Result;
+  S.Bounds = Sim.Bounds;
+  S.Baseline = computeSingleDeviceBaseline(Sim.SG);
   unsigned N = G.getNumOps();
   S.OpTime.resize(N);
   for (OpId O = 0; O != N; ++O)
-    S.OpTime[O] = SG->getTime(O, S.Placement[O]);
+    S.OpTime[O] = Sim.SG.getTime(O, S.Placement[O]);
 
   S.Origin = computeOrigins(G);
   for (OpId O = 0; O != N; ++O) {
@@ -139,9 +140,9 @@ Expected<PlacedStep> PlacedStep::simulate(const Graph &G, const Cluster &C) {
     if (NP.isSplit())
       S.Warnings.push_back(
           "node '" + NP.Name.str() + "' is split: " + formatShares(S, NP) +
-          "; it is recorded on " + C.getDevices()[NP.Device].Name);
+          "; it is recorded on " + Sim.C->getDevices()[NP.Device].Name);
   }
-  return std::move(S);
+  return S;
 }
 
 //===----------------------------------------------------------------------===//

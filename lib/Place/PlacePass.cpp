@@ -7,6 +7,7 @@
 #include "dp/Place/PlacePass.h"
 #include "Placers.h"
 #include "dp/Learn/Plugin.h"
+#include "dp/Sim/StepSimulation.h"
 #include "dp/Support/Diagnostics.h"
 #include "dp/Support/FileOutput.h"
 #include "dp/Support/Format.h"
@@ -65,21 +66,20 @@ Error PlacePass::run(Graph &G, PassContext &Ctx) {
   Expected<std::vector<uint32_t>> Units = Placer->Run(*P, Run);
   if (!Units)
     return Units.takeError();
-  if (!Ctx.CurveFile.empty()) {
+  if (!Opts.CurveFile.empty()) {
     if (Curve.empty())
-      return makeError("-curve=" + Ctx.CurveFile + ": place{algo=" +
-                       Opts.Algo + "} records no search curve (the learned "
-                       "placers do)");
-    if (Error E = writeFileAtomically(Ctx.CurveFile, [&](raw_ostream &OS) {
-          writeCurveCSV(OS, Curve);
-        }))
+      return makeError((CurveFromDriver ? "-curve=" : "place{curve=}: ") +
+                       Opts.CurveFile + ": place{algo=" + Opts.Algo +
+                       "} records no search curve (the learned placers do)");
+    if (Error E = writeFileAtomically(
+            Opts.CurveFile, [&](raw_ostream &OS) { writeCurveCSV(OS, Curve); }))
       return E;
   }
   assert(Units->size() == P->getNumUnits() && "a device per unit");
   std::vector<uint32_t> Placement = P->expand(*Units);
-  Ctx.SearchSeconds = std::chrono::duration<double>(
-                          std::chrono::steady_clock::now() - Start)
-                          .count();
+  Ctx.Analyses.set(PlacementSearch{
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - Start)
+          .count()});
   for (OpId O = 0, E = G.getNumOps(); O != E; ++O)
     G.getOp(O).Annotations.set(
         "device", Attribute::getString(C.getDevices()[Placement[O]].Name));
@@ -97,7 +97,20 @@ void PlacePass::printPipeline(raw_ostream &OS) const {
     OS << ",evals=" << Opts.Evaluations;
   for (const auto &[Key, Value] : Opts.Extra)
     OS << ',' << Key << '=' << Value;
+  if (!Opts.CurveFile.empty() && !CurveFromDriver)
+    OS << ",curve=" << Opts.CurveFile;
   OS << '}';
+}
+
+bool PlacePass::setDriverOption(StringRef Key, StringRef Value) {
+  if (Key != "curve")
+    return false;
+  // The pipeline's own option wins.
+  if (Opts.CurveFile.empty()) {
+    Opts.CurveFile = Value.str();
+    CurveFromDriver = true;
+  }
+  return true;
 }
 
 Expected<PlaceOptions>
@@ -123,6 +136,10 @@ PlacePass::parseOptions(ArrayRef<std::pair<std::string, std::string>> KVs) {
             "place: seconds must be a positive, finite number, not '" + Value +
             "'");
       Opts.Seconds = S;
+      continue;
+    }
+    if (Key == "curve") {
+      Opts.CurveFile = Value;
       continue;
     }
     if (Key == "evals") {

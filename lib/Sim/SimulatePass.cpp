@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dp/Sim/SimulatePass.h"
+#include "dp/Sim/StepSimulation.h"
 #include "dp/Support/Diagnostics.h"
 #include "dp/Support/FileOutput.h"
 #include "dp/Support/Format.h"
@@ -353,23 +354,47 @@ Error applyPlacementFile(Graph &G, const Cluster &C, StringRef Path) {
   return Error::success();
 }
 
-Error SimulatePass::run(Graph &G, PassContext &Ctx) {
-  if (!Ctx.TheCluster)
-    return makeError("simulate needs a cluster: pass -cluster=<preset|file>");
-  const Cluster &C = *Ctx.TheCluster;
-  if (!Ctx.PlacementFile.empty())
-    if (Error E = applyPlacementFile(G, C, Ctx.PlacementFile))
-      return E;
+Expected<StepSimulation> simulateStep(const Graph &G, const Cluster &C) {
   Expected<SimGraph> SG = SimGraph::build(G, C);
   if (!SG)
     return SG.takeError();
   Expected<std::vector<uint32_t>> Placement = getPlacement(G, C);
   if (!Placement)
     return Placement.takeError();
-  Simulator Sim(*SG);
-  SimResult R;
-  Sim.run(*Placement, R, /*RecordTimeline=*/true);
-  LowerBounds LB = computeLowerBounds(*SG);
+  StepSimulation S{&C, std::move(*SG), std::move(*Placement), {}, {}};
+  Simulator Sim(S.SG);
+  Sim.run(S.Placement, S.Result, /*RecordTimeline=*/true);
+  S.Bounds = computeLowerBounds(S.SG);
+  return std::move(S);
+}
+
+Expected<const StepSimulation *>
+getStepSimulation(const Graph &G, const Cluster &C, AnalysisCache &A) {
+  if (const StepSimulation *S = A.get<StepSimulation>(); S && S->C == &C)
+    return S;
+  Expected<StepSimulation> S = simulateStep(G, C);
+  if (!S)
+    return S.takeError();
+  return &A.set(std::move(*S));
+}
+
+Error SimulatePass::run(Graph &G, PassContext &Ctx) {
+  if (!Ctx.TheCluster)
+    return makeError("simulate needs a cluster: pass -cluster=<preset|file>");
+  const Cluster &C = *Ctx.TheCluster;
+  if (!Opts.Placement.empty()) {
+    if (Error E = applyPlacementFile(G, C, Opts.Placement))
+      return E;
+    Ctx.Analyses.erase<StepSimulation>();
+  }
+  Expected<const StepSimulation *> Step = getStepSimulation(G, C, Ctx.Analyses);
+  if (!Step)
+    return Step.takeError();
+  const SimResult &R = (*Step)->Result;
+  const LowerBounds &LB = (*Step)->Bounds;
+  Optional<double> SearchSeconds;
+  if (const PlacementSearch *Search = Ctx.Analyses.get<PlacementSearch>())
+    SearchSeconds = Search->Seconds;
 
   AttributeList &GA = G.getAnnotations();
   GA.set("step_time_s", Attribute::getFloat(R.StepTime));
@@ -377,17 +402,64 @@ Error SimulatePass::run(Graph &G, PassContext &Ctx) {
   GA.set("oom", Attribute::getInt(R.OOM));
   if (Ctx.Report)
     printSimulationReport(*Ctx.Report, G, C, R, LB);
-  if (!Ctx.SummaryFile.empty())
-    if (Error E = writeFileAtomically(Ctx.SummaryFile, [&](raw_ostream &OS) {
-          writeSummaryJSON(OS, G, C, R, LB, Ctx.SearchSeconds);
+  if (!Opts.Summary.empty())
+    if (Error E = writeFileAtomically(Opts.Summary, [&](raw_ostream &OS) {
+          writeSummaryJSON(OS, G, C, R, LB, SearchSeconds);
         }))
       return E;
-  if (!Ctx.TraceFile.empty())
-    if (Error E = writeFileAtomically(Ctx.TraceFile, [&](raw_ostream &OS) {
+  if (!Opts.Trace.empty())
+    if (Error E = writeFileAtomically(Opts.Trace, [&](raw_ostream &OS) {
           writeChromeTrace(OS, G, C, R);
         }))
       return E;
   return Error::success();
+}
+
+Expected<SimulateOptions>
+SimulatePass::parseOptions(ArrayRef<std::pair<std::string, std::string>> KVs) {
+  SimulateOptions Opts;
+  for (const auto &[Key, Value] : KVs) {
+    std::string *Field = Key == "summary"     ? &Opts.Summary
+                         : Key == "trace"     ? &Opts.Trace
+                         : Key == "placement" ? &Opts.Placement
+                                              : nullptr;
+    if (!Field)
+      return makeError("simulate: unknown option '" + Key +
+                       "' (expected summary=FILE, trace=FILE or "
+                       "placement=FILE)");
+    *Field = Value;
+  }
+  return Opts;
+}
+
+bool SimulatePass::setDriverOption(StringRef Key, StringRef Value) {
+  std::string *Field = Key == "summary"     ? &Opts.Summary
+                       : Key == "trace"     ? &Opts.Trace
+                       : Key == "placement" ? &Opts.Placement
+                                            : nullptr;
+  if (!Field)
+    return false;
+  // The pipeline's own option wins.
+  if (Field->empty())
+    *Field = Value.str();
+  return true;
+}
+
+void SimulatePass::printPipeline(raw_ostream &OS) const {
+  OS << name();
+  ListSeparator LS(",");
+  bool Any = false;
+  for (const auto &[Key, Value] :
+       {std::pair<StringRef, StringRef>{"summary", Opts.Summary},
+        {"trace", Opts.Trace},
+        {"placement", Opts.Placement}}) {
+    if (Value.empty())
+      continue;
+    OS << (Any ? "" : "{") << LS << Key << '=' << Value;
+    Any = true;
+  }
+  if (Any)
+    OS << '}';
 }
 
 } // namespace dp

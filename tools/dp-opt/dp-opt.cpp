@@ -269,11 +269,16 @@ int main(int argc, char **argv) {
   Ctx.TheCluster = TheCluster ? &*TheCluster : nullptr;
   Ctx.Report = &errs();
   Ctx.Timers = PhaseTimers.get();
-  Ctx.SummaryFile = SummaryFile;
-  Ctx.TraceFile = TraceFile;
-  Ctx.PlacementFile = PlacementFile;
   Ctx.Progress = Quiet ? nullptr : &errs();
-  Ctx.CurveFile = CurveFile;
+  // The file flags are the passes' own options (simulate{summary=,trace=,
+  // placement=}, place{curve=}) for every pass that does not give them.
+  for (const auto &[Key, File] :
+       {std::pair<StringRef, StringRef>{"summary", SummaryFile},
+        {"trace", TraceFile},
+        {"placement", PlacementFile},
+        {"curve", CurveFile}})
+    if (!File.empty())
+      PM.setDriverOption(Key, File);
   if (Error E = PM.run(G, Ctx))
     return fail(DisplayName, std::move(E));
   if (!VerifyEach)

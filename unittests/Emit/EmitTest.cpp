@@ -5,12 +5,17 @@
 //===----------------------------------------------------------------------===//
 
 #include "dp/Emit/Emit.h"
+#include "dp/Emit/EmitPass.h"
 #include "dp/Emit/PlacedModel.h"
 #include "dp/IR/TextFormat.h"
 #include "dp/Import/ONNXImporter.h"
+#include "dp/Sim/SimulatePass.h"
+#include "dp/Sim/StepSimulation.h"
 
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
 
 #include "onnx/onnx_pb.h"
 
@@ -119,6 +124,48 @@ TEST(DeviceMap, OutermostModulesOnOneDevice) {
   writeDeviceMap(OS, *S, Map);
   EXPECT_EQ(OS.str(), "{\n  \"stem\": 0,\n  \"blocks.0\": 0,\n  \"blocks.1\": "
                       "1,\n  \"head\": \"cpu\"\n}\n");
+}
+
+/// Records the step simulation the analyses hold after the passes before.
+struct RecordStep {
+  std::vector<const StepSimulation *> *Seen;
+  static llvm::StringRef name() { return "record-step"; }
+  static bool preservesAnalyses() { return true; }
+  llvm::Error run(Graph &, PassContext &Ctx) {
+    Seen->push_back(Ctx.Analyses.get<StepSimulation>());
+    return llvm::Error::success();
+  }
+};
+
+TEST(EmitPass, UsesTheStepSimulateSimulated) {
+  Graph G = parse(R"(dp.graph @g {
+  input %x : f32[1]
+  op @a = Op(%x) -> (%y : f32[1]) [device = "d0", time.t = 1.0]
+  op @b = Op(%y) -> (%z : f32[1]) [device = "d1", time.t = 2.0]
+  output %z
+})");
+  Cluster C = makeCluster(2);
+  llvm::SmallString<64> Dir;
+  ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("emit-test", Dir));
+  llvm::Expected<EmitOptions> Opts =
+      EmitPass::parseOptions({{"format", "json"}, {"out", (Dir + "/g").str()}});
+  ASSERT_TRUE(bool(Opts)) << llvm::toString(Opts.takeError());
+  std::vector<const StepSimulation *> Seen;
+  PassManager PM;
+  PM.addPass(SimulatePass());
+  PM.addPass(RecordStep{&Seen});
+  PM.addPass(EmitPass(std::move(*Opts)));
+  PM.addPass(RecordStep{&Seen});
+  PassContext Ctx;
+  Ctx.TheCluster = &C;
+  ASSERT_FALSE(bool(PM.run(G, Ctx)));
+  ASSERT_EQ(Seen.size(), 2u);
+  ASSERT_NE(Seen[0], nullptr);
+  // emit simulated nothing again: the step is the one simulate stored.
+  EXPECT_EQ(Seen[1], Seen[0]);
+  EXPECT_EQ(Seen[0]->Result.StepTime,
+            G.getAnnotations().get("step_time_s")->getFloat());
+  llvm::sys::fs::remove_directories(Dir);
 }
 
 /// ONNX text syntax: nodes without names, tensors crossing both ways.

@@ -224,7 +224,8 @@ TEST(PassRegistryTest, ListsTheBuiltinPasses) {
 TEST(PassRegistryTest, DocumentsTheOptionSyntax) {
   const PassInfo *Import = findPass("import-onnx");
   ASSERT_NE(Import, nullptr);
-  EXPECT_EQ(Import->Params, "batch=N,dim=NAME:N");
+  EXPECT_EQ(Import->Params,
+            "batch=N,dim=NAME:N,shape=NAME:D0xD1x...,value=NAME:V");
   const PassInfo *Verify = findPass("verify");
   ASSERT_NE(Verify, nullptr);
   EXPECT_TRUE(Verify->Params.empty());
@@ -263,7 +264,9 @@ TEST(PassRegistryTest, PrintPassNamesListsEveryPass) {
   printPassNames(OS);
   for (const PassInfo &P : getRegisteredPasses())
     EXPECT_TRUE(contains(OS.str(), "  " + P.Name.str())) << OS.str();
-  EXPECT_TRUE(contains(OS.str(), "import-onnx{batch=N,dim=NAME:N}"))
+  EXPECT_TRUE(contains(
+      OS.str(),
+      "import-onnx{batch=N,dim=NAME:N,shape=NAME:D0xD1x...,value=NAME:V}"))
       << OS.str();
 }
 

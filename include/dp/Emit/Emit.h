@@ -42,6 +42,8 @@
 
 namespace dp {
 
+struct StepSimulation;
+
 /// A placed graph simulated on its cluster: what every emitted form shows.
 struct PlacedStep {
   const Graph *G = nullptr;
@@ -78,8 +80,10 @@ struct PlacedStep {
   /// What the reports warn about: nodes and modules split across devices.
   std::vector<std::string> Warnings;
 
-  /// Simulates \p G (placed: every op has a `device`) on \p C. Fails like
-  /// SimGraph::build and getPlacement.
+  /// The step of \p G that \p Sim simulated, mapped to the user's nodes.
+  static PlacedStep build(const Graph &G, const StepSimulation &Sim);
+  /// Simulates \p G (placed: every op has a `device`) on \p C, then
+  /// build(). Fails like SimGraph::build and getPlacement.
   static llvm::Expected<PlacedStep> simulate(const Graph &G, const Cluster &C);
 };
 

@@ -79,6 +79,8 @@ public:
 
   static llvm::StringRef name() { return "emit"; }
   llvm::Error run(Graph &G, PassContext &Ctx);
+  /// It writes files and leaves the graph as it is.
+  static bool preservesAnalyses() { return true; }
   void printPipeline(llvm::raw_ostream &OS) const;
 
   static llvm::Expected<EmitOptions>

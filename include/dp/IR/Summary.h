@@ -27,6 +27,7 @@ void printGraphSummary(llvm::raw_ostream &OS, const Graph &G);
 class SummaryPass {
 public:
   static llvm::StringRef name() { return "print-summary"; }
+  static bool preservesAnalyses() { return true; }
   llvm::Error run(Graph &G, PassContext &Ctx);
 };
 

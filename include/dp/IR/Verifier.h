@@ -26,6 +26,7 @@ llvm::Error verifyGraph(const Graph &G);
 class VerifierPass {
 public:
   static llvm::StringRef name() { return "verify"; }
+  static bool preservesAnalyses() { return true; }
   llvm::Error run(Graph &G, PassContext &Ctx) { return verifyGraph(G); }
 };
 

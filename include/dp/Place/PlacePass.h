@@ -8,8 +8,10 @@
 /// `place{algo=NAME,seconds=S,evals=N,<placer options>}` runs a placer of
 /// lib/Place/Placers.def on the graph's units (dp/Place/Placer.h) and
 /// records each op's device in its `device` annotation, with the graph
-/// annotation `placer`; the search time goes to PassContext::SearchSeconds
-/// (wall time stays out of the IR). The seed is dp-opt's -seed.
+/// annotation `placer`; the search time is stored as a PlacementSearch
+/// result in PassContext::Analyses (wall time stays out of the IR).
+/// `curve=FILE` (dp-opt -curve=) writes a searching placer's curve as CSV.
+/// The seed is dp-opt's -seed.
 ///
 //===----------------------------------------------------------------------===//
 
@@ -33,12 +35,16 @@ public:
   static llvm::StringRef name() { return "place"; }
   llvm::Error run(Graph &G, PassContext &Ctx);
   void printPipeline(llvm::raw_ostream &OS) const;
+  /// curve (dp-opt -curve=), when the pipeline does not give it.
+  bool setDriverOption(llvm::StringRef Key, llvm::StringRef Value);
 
   static llvm::Expected<PlaceOptions>
   parseOptions(llvm::ArrayRef<std::pair<std::string, std::string>> KVs);
 
 private:
   PlaceOptions Opts;
+  /// CurveFile came from the driver (-curve=), not from the pipeline.
+  bool CurveFromDriver = false;
 };
 
 } // namespace dp

@@ -118,6 +118,8 @@ struct PlaceOptions {
   llvm::raw_ostream *Progress = nullptr;
   /// Searching placers that record a search curve store it here (if set).
   std::vector<CurvePoint> *Curve = nullptr;
+  /// Where the place pass writes the search curve (CSV); empty: nowhere.
+  std::string CurveFile;
 
   /// The value of the placer option \p Key, or \p Default.
   llvm::StringRef get(llvm::StringRef Key, llvm::StringRef Default = "") const;

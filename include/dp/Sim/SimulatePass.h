@@ -25,10 +25,34 @@
 
 namespace dp {
 
+/// Files simulate writes or reads; empty when not asked for.
+struct SimulateOptions {
+  /// The JSON summary of the step (dp-opt -summary=).
+  std::string Summary;
+  /// The step as a Chrome trace (dp-opt -trace=).
+  std::string Trace;
+  /// A placement (JSON) to simulate instead of the ops' devices (dp-opt
+  /// -placement=).
+  std::string Placement;
+};
+
 class SimulatePass {
 public:
+  SimulatePass() = default;
+  explicit SimulatePass(SimulateOptions Opts) : Opts(std::move(Opts)) {}
   static llvm::StringRef name() { return "simulate"; }
   llvm::Error run(Graph &G, PassContext &Ctx);
+  /// It adds only the step's figures to the graph's annotations (a
+  /// placement= replaces the devices, and drops the step simulated before).
+  static bool preservesAnalyses() { return true; }
+  void printPipeline(llvm::raw_ostream &OS) const;
+  /// summary, trace and placement, when the pipeline does not give them.
+  bool setDriverOption(llvm::StringRef Key, llvm::StringRef Value);
+  static llvm::Expected<SimulateOptions>
+  parseOptions(llvm::ArrayRef<std::pair<std::string, std::string>> KVs);
+
+private:
+  SimulateOptions Opts;
 };
 
 /// Sets the `device` annotation of every op from a placement file:
