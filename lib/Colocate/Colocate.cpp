@@ -7,6 +7,7 @@
 #include "dp/Colocate/Colocate.h"
 #include "DisjointSets.h"
 #include "dp/Cluster/Cluster.h"
+#include "dp/IR/Annotations.h"
 #include "dp/Support/Diagnostics.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -48,10 +49,10 @@ Grouping getHintClasses(const Graph &G) {
   unsigned N = G.getNumOps();
   DisjointSets Sets(N);
   for (OpId O = 0; O != N; ++O) {
-    const Attribute *A = G.getOp(O).Annotations.get("colocate");
-    if (!A || A->getKind() != AttrKind::String)
+    Optional<StringRef> Hint = ann::get(G.getOp(O), ann::Colocate);
+    if (!Hint)
       continue;
-    OpId Other = G.lookupOp(A->getString());
+    OpId Other = G.lookupOp(*Hint);
     if (Other != NoId)
       Sets.join(O, Other);
   }
@@ -63,7 +64,7 @@ Expected<std::vector<double>> getComputeCosts(const Graph &G, const Cluster *C,
   std::vector<std::string> Keys;
   if (C)
     for (const DeviceType &T : C->getTypes())
-      Keys.push_back("time." + T.Name);
+      Keys.push_back(T.Name);
   auto IsTime = [](const Attribute &A) {
     return A.getKind() == AttrKind::Float && A.getFloat() >= 0;
   };
@@ -73,17 +74,17 @@ Expected<std::vector<double>> getComputeCosts(const Graph &G, const Cluster *C,
     double Best = std::numeric_limits<double>::infinity();
     bool Complete = true;
     if (C) {
-      for (const std::string &Key : Keys) {
-        const Attribute *A = Node.Annotations.get(Key);
-        if (!A || !IsTime(*A)) {
+      for (const std::string &Type : Keys) {
+        Optional<double> Time = ann::getTime(Node, Type);
+        if (!Time || *Time < 0) {
           Complete = false;
           break;
         }
-        Best = std::min(Best, A->getFloat());
+        Best = std::min(Best, *Time);
       }
     } else {
       for (const NamedAttribute &A : Node.Annotations)
-        if (StringRef(A.Name).startswith("time.") && IsTime(A.Value))
+        if (ann::isTimeKey(A.Name) && IsTime(A.Value))
           Best = std::min(Best, A.Value.getFloat());
       Complete = Best != std::numeric_limits<double>::infinity();
     }
@@ -128,9 +129,9 @@ std::vector<uint64_t> getOpMemory(const Graph &G) {
   std::vector<uint64_t> Memory(G.getNumOps(), 0);
   for (OpId O = 0, E = G.getNumOps(); O != E; ++O) {
     const Op &Node = G.getOp(O);
-    if (const Attribute *A = Node.Annotations.get("persistent_bytes"))
-      if (A->getKind() == AttrKind::Int && A->getInt() > 0)
-        Memory[O] += uint64_t(A->getInt());
+    if (Optional<int64_t> Bytes = ann::get(Node, ann::PersistentBytes))
+      if (*Bytes > 0)
+        Memory[O] += uint64_t(*Bytes);
     for (TensorId T : Node.Results)
       if (T != NoId)
         Memory[O] += G.getTensor(T).Type.getSizeInBytes().getValueOr(0);

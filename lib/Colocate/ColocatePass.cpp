@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dp/Colocate/Colocate.h"
+#include "dp/IR/Annotations.h"
 #include "dp/Support/Diagnostics.h"
 #include "dp/Support/Format.h"
 
@@ -220,8 +221,8 @@ Error ColocatePass::run(Graph &G, PassContext &Ctx) {
   if (!Gr)
     return Gr.takeError();
   for (OpId O = 0, E = G.getNumOps(); O != E; ++O)
-    G.getOp(O).Annotations.set("group", Attribute::getInt(Gr->GroupOf[O]));
-  G.getAnnotations().set("groups", Attribute::getInt(Gr->NumGroups));
+    ann::set(G.getOp(O), ann::Group, int64_t(Gr->GroupOf[O]));
+  ann::set(G, ann::Groups, int64_t(Gr->NumGroups));
   if (Ctx.Report)
     printReport(*Ctx.Report, G, *Gr, Opts, Ctx.TheCluster);
   return Error::success();

@@ -14,6 +14,7 @@
 
 #include "DisjointSets.h"
 #include "dp/Colocate/Colocate.h"
+#include "dp/IR/Annotations.h"
 
 #include "llvm/ADT/StringMap.h"
 
@@ -27,9 +28,8 @@ static constexpr uint32_t None = ~0u;
 
 /// Whether \p Node has a `colocate` hint naming an op of \p G.
 static bool hasHint(const Graph &G, const Op &Node) {
-  const Attribute *A = Node.Annotations.get("colocate");
-  return A && A->getKind() == AttrKind::String &&
-         G.lookupOp(A->getString()) != NoId;
+  Optional<StringRef> Hint = ann::get(Node, ann::Colocate);
+  return Hint && G.lookupOp(*Hint) != NoId;
 }
 
 Grouping groupByScope(const Graph &G, unsigned Depth) {

@@ -9,6 +9,7 @@
 #include "dp/Cost/OneDNN.h"
 #include "dp/Cost/OpCost.h"
 #include "dp/Cost/Profile.h"
+#include "dp/IR/Annotations.h"
 #include "dp/IR/Graph.h"
 #include "dp/Support/Diagnostics.h"
 #include "dp/Support/Format.h"
@@ -24,13 +25,10 @@ using namespace llvm;
 
 namespace dp {
 
-static constexpr StringLiteral TimePrefix = "time.";
-
 bool isCostAnnotation(StringRef Name) {
-  return Name.startswith(TimePrefix) || Name == "flops" ||
-         Name == "output_bytes" || Name == "persistent_bytes" ||
-         Name == "workspace_bytes" || Name == "cost_source" ||
-         Name == "cost_note";
+  return ann::isTimeKey(Name) || Name == "flops" || Name == "output_bytes" ||
+         Name == "persistent_bytes" || Name == "workspace_bytes" ||
+         Name == "cost_source" || Name == "cost_note";
 }
 
 static void eraseCostAnnotations(AttributeList &L) {
@@ -166,9 +164,8 @@ Error CostAnnotatePass::run(Graph &G, PassContext &Ctx) {
 
     OpId Forward = NoId;
     if (isBackwardOp(TheOp))
-      if (const Attribute *A = TheOp.Annotations.get("colocate");
-          A && A->getKind() == AttrKind::String) {
-        OpId F = G.lookupOp(A->getString());
+      if (Optional<StringRef> Hint = ann::get(TheOp, ann::Colocate)) {
+        OpId F = G.lookupOp(*Hint);
         if (F < O)
           Forward = F;
       }
@@ -224,8 +221,7 @@ Error CostAnnotatePass::run(Graph &G, PassContext &Ctx) {
     // import-onnx folded this op (a shape computation; `folded` says so):
     // its value is known before the step, as a compiler's constant folding
     // would make it, so it costs nothing.
-    if (const Attribute *F = TheOp.Annotations.get("folded");
-        F && F->getKind() == AttrKind::Int && F->getInt()) {
+    if (ann::get(TheOp, ann::Folded).getValueOr(0)) {
       std::fill(T, T + NumTypes, 0.0);
       Flops[O] = 0;
       Note.clear();
@@ -257,11 +253,11 @@ Error CostAnnotatePass::run(Graph &G, PassContext &Ctx) {
     AttributeList &A = TheOp.Annotations;
     eraseCostAnnotations(A);
     for (unsigned D = 0; D != NumTypes; ++D)
-      A.set((TimePrefix + Types[D].Name).str(), Attribute::getFloat(T[D]));
+      A.set(ann::getTimeKey(Types[D].Name), Attribute::getFloat(T[D]));
     A.set("flops", Attribute::getInt(toInt64(Flops[O])));
     A.set("output_bytes", Attribute::getInt(int64_t(OutputBytes)));
     if (HasPersistent)
-      A.set("persistent_bytes", Attribute::getInt(int64_t(Persistent)));
+      ann::set(A, ann::PersistentBytes, int64_t(Persistent));
     A.set("workspace_bytes", Attribute::getInt(int64_t(Workspace)));
     A.set("cost_source", Attribute::getString(getSourceName(Sources[O]).str()));
     if (!Note.empty())

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dp/Cost/OpCost.h"
+#include "dp/IR/Annotations.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallSet.h"
@@ -564,9 +565,8 @@ static const GraphSummary *getBody(const Op &O, StringRef Name) {
 
 static void estimateControlFlow(const Graph &G, const Op &O, OpWork &W) {
   int64_t Implicit = 0;
-  if (const Attribute *A = O.Annotations.get("implicit_operands"))
-    if (A->getKind() == AttrKind::Int)
-      Implicit = A->getInt();
+  if (Optional<int64_t> N = ann::get(O, ann::ImplicitOperands))
+    Implicit = *N;
   unsigned Explicit =
       unsigned(std::max<int64_t>(int64_t(O.Operands.size()) - Implicit, 0));
   double Nodes = 0, Iterations = 1;
@@ -596,12 +596,12 @@ static void estimateControlFlow(const Graph &G, const Op &O, OpWork &W) {
       // dimension is the trip count.
       unsigned Carried = Explicit >= 2 ? Explicit - 2 : 0;
       const TensorType *ScanOut = getResultType(G, O, Carried);
-      const Attribute *Trips = O.Annotations.get("trip_count");
+      Optional<int64_t> Trips = ann::get(O, ann::TripCount);
       if (ScanOut && ScanOut->getRank() > 0) {
         Iterations = double(ScanOut->Dims[0]);
-      } else if (Trips && Trips->getKind() == AttrKind::Int) {
+      } else if (Trips) {
         // Import folded M: the loop runs at most that often.
-        Iterations = double(Trips->getInt());
+        Iterations = double(*Trips);
       } else {
         W.Note = "Loop trip count unknown: costed as one iteration";
       }

@@ -6,6 +6,7 @@
 
 #include "EmitInternal.h"
 #include "dp/Emit/Emit.h"
+#include "dp/IR/Annotations.h"
 #include "dp/Support/Format.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -99,14 +100,13 @@ void writeDot(raw_ostream &OS, const PlacedStep &S) {
   // Colocation groups as clusters, in order of their first op.
   bool AllGrouped = G.getNumOps() > 0;
   for (const Op &Node : G.ops()) {
-    const Attribute *A = Node.Annotations.get("group");
-    AllGrouped &= A && A->getKind() == AttrKind::Int;
+    AllGrouped &= ann::get(Node, ann::Group).hasValue();
   }
   if (AllGrouped) {
     DenseMap<int64_t, unsigned> Index;
     std::vector<std::pair<int64_t, std::vector<OpId>>> Groups;
     for (OpId O = 0, E = G.getNumOps(); O != E; ++O) {
-      int64_t Group = G.getOp(O).Annotations.get("group")->getInt();
+      int64_t Group = *ann::get(G.getOp(O), ann::Group);
       auto [It, New] = Index.try_emplace(Group, Groups.size());
       if (New)
         Groups.emplace_back(Group, std::vector<OpId>());

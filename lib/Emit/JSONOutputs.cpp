@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dp/Emit/Emit.h"
+#include "dp/IR/Annotations.h"
 
 #include "llvm/ADT/DenseMap.h"
 
@@ -80,14 +81,13 @@ void writePlacementJSON(raw_ostream &OS, const PlacedStep &S) {
     // Groups, when colocate made them: the device of each, by group id.
     bool AllGrouped = G.getNumOps() > 0;
     for (const Op &Node : G.ops()) {
-      const Attribute *A = Node.Annotations.get("group");
-      AllGrouped &= A && A->getKind() == AttrKind::Int;
+      AllGrouped &= ann::get(Node, ann::Group).hasValue();
     }
     if (AllGrouped) {
       J.attributeObject("groups", [&] {
         DenseMap<int64_t, unsigned> Seen;
         for (OpId O = 0, E = G.getNumOps(); O != E; ++O) {
-          int64_t Group = G.getOp(O).Annotations.get("group")->getInt();
+          int64_t Group = *ann::get(G.getOp(O), ann::Group);
           if (Seen.try_emplace(Group, S.Placement[O]).second)
             J.attribute(std::to_string(Group), DeviceName(S.Placement[O]));
         }

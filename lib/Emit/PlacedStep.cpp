@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dp/Emit/Emit.h"
+#include "dp/IR/Annotations.h"
 #include "dp/Sim/StepSimulation.h"
 #include "dp/Support/Diagnostics.h"
 
@@ -19,12 +20,6 @@
 using namespace llvm;
 
 namespace dp {
-
-static StringRef getStringAnnotation(const Op &Node, StringRef Key) {
-  const Attribute *A = Node.Annotations.get(Key);
-  return A && A->getKind() == AttrKind::String ? StringRef(A->getString())
-                                               : StringRef();
-}
 
 std::vector<StringRef> computeOrigins(const Graph &G) {
   unsigned N = G.getNumOps();
@@ -42,10 +37,10 @@ std::vector<StringRef> computeOrigins(const Graph &G) {
       const Op &Node = G.getOp(O);
       // The user's node an op comes from when it is not the op's own (an
       // inlined branch, an expanded op), or the RNN op it was unrolled from.
-      StringRef RNN = getStringAnnotation(Node, "node");
+      StringRef RNN = ann::getString(Node, ann::Node);
       if (RNN.empty())
-        RNN = getStringAnnotation(Node, "rnn");
-      StringRef Hint = getStringAnnotation(Node, "colocate");
+        RNN = ann::getString(Node, ann::RNN);
+      StringRef Hint = ann::getString(Node, ann::Colocate);
       OpId Target = Hint.empty() ? NoId : G.lookupOp(Hint);
       if (!RNN.empty() || Target == NoId || State[Target] == 1) {
         if (!RNN.empty())
@@ -53,7 +48,7 @@ std::vector<StringRef> computeOrigins(const Graph &G) {
         else if (!Hint.empty())
           Origin[O] = Target == NoId || State[Target] == 1 ? StringRef()
                                                            : Origin[Target];
-        else if (getStringAnnotation(Node, "phase") == "loss")
+        else if (ann::getString(Node, ann::Phase) == "loss")
           Origin[O] = StringRef();
         else
           Origin[O] = Node.Name;

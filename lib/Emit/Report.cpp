@@ -6,6 +6,7 @@
 
 #include "EmitInternal.h"
 #include "dp/Emit/Emit.h"
+#include "dp/IR/Annotations.h"
 #include "dp/Support/Format.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -247,8 +248,6 @@ void writeHTMLReport(raw_ostream &OS, const PlacedStep &S, StringRef GraphSVG) {
   H.text(Title) << "</h1>\n";
 
   // Summary.
-  const AttributeList &GA = G.getAnnotations();
-  const Attribute *Placer = GA.get("placer");
   double Gap =
       S.Bounds.best() > 0 ? (R.StepTime / S.Bounds.best() - 1) * 100 : 0;
   H << "<h2>Summary</h2>\n<table class=\"summary\">\n";
@@ -257,9 +256,7 @@ void writeHTMLReport(raw_ostream &OS, const PlacedStep &S, StringRef GraphSVG) {
     H.text(Key) << "</th><td>";
     H.text(Value.str()) << "</td></tr>\n";
   };
-  Row("placer", Placer && Placer->getKind() == AttrKind::String
-                    ? StringRef(Placer->getString())
-                    : StringRef("given"));
+  Row("placer", ann::get(G, ann::Placer).getValueOr("given"));
   Row("ops", Twine(G.getNumOps()));
   Row("predicted step time", formatSeconds(R.StepTime));
   Row("lower bound", formatSeconds(S.Bounds.best()) + " (critical path " +

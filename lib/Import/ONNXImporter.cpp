@@ -9,6 +9,7 @@
 #include "LoopShapes.h"
 #include "OpsetAdapter.h"
 #include "ShapeFolder.h"
+#include "dp/IR/Annotations.h"
 #include "dp/IR/Bytecode.h"
 #include "dp/IR/TextFormat.h"
 #include "dp/Import/ONNXWalk.h"
@@ -1660,7 +1661,7 @@ Expected<Graph> ONNXImporter::buildGraph() {
     if (RenamedNodes[I])
       G.setSourceName(Id, SourceNames[I]);
     if (!NodeOrigins[I].empty())
-      G.getOp(Id).Annotations.set("node", Attribute::getString(NodeOrigins[I]));
+      ann::set(G.getOp(Id), ann::Node, StringRef(NodeOrigins[I]));
     if (!ImplicitInputs[I].empty())
       G.getOp(Id).Annotations.set(
           "implicit_operands", Attribute::getInt(ImplicitInputs[I].size()));
@@ -1669,15 +1670,14 @@ Expected<Graph> ONNXImporter::buildGraph() {
         !N.input(0).empty())
       if (const FoldValue *M = Folder->getValue(N.input(0));
           M && M->getNumElements() == 1 && M->integer(0) >= 0)
-        G.getOp(Id).Annotations.set("trip_count",
-                                    Attribute::getInt(M->integer(0)));
+        ann::set(G.getOp(Id), ann::TripCount, M->integer(0));
     // An op whose every result was folded computes a shape: its value is
     // known before the step runs.
     if (Folder && N.output_size() &&
         all_of(N.output(), [&](const std::string &Out) {
           return Out.empty() || Folder->isFolded(Out);
         }))
-      G.getOp(Id).Annotations.set("folded", Attribute::getInt(1));
+      ann::set(G.getOp(Id), ann::Folded, 1);
   }
   for (const auto &VI : OG.output()) {
     TensorId T = G.lookupTensor(VI.name());
@@ -1718,9 +1718,8 @@ Error ONNXImporter::readPlacement(Graph &G) {
     // The ops of a node that is not one op (an inlined If), by node.
     StringMap<SmallVector<OpId, 4>> OpsOfNode;
     for (OpId O = 0, E = G.getNumOps(); O != E; ++O)
-      if (const Attribute *A = G.getOp(O).Annotations.get("node");
-          A && A->getKind() == AttrKind::String)
-        OpsOfNode[A->getString()].push_back(O);
+      if (Optional<StringRef> Node = ann::get(G.getOp(O), ann::Node))
+        OpsOfNode[*Node].push_back(O);
     std::vector<std::pair<OpId, std::string>> Devices;
     for (const std::string &Key : Keys) {
       SmallVector<OpId, 4> Ops;
@@ -1745,7 +1744,7 @@ Error ONNXImporter::readPlacement(Graph &G) {
       return E;
     llvm::sort(Devices);
     for (auto &[O, Dev] : Devices)
-      G.getOp(O).Annotations.set("device", Attribute::getString(Dev));
+      ann::set(G.getOp(O), ann::Device, StringRef(Dev));
   }
   return Error::success();
 }

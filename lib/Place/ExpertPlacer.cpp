@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Placers.h"
+#include "dp/IR/Annotations.h"
 #include "dp/Support/Diagnostics.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -113,9 +114,8 @@ static UnitDAG buildDAG(const PlacementProblem &P) {
 /// The recurrent layer an op belongs to: its `rnn` annotation, or the op
 /// itself when it is a recurrent op that was not unrolled.
 static StringRef getLayerName(const Op &O) {
-  if (const Attribute *A = O.Annotations.get("rnn"))
-    if (A->getKind() == AttrKind::String)
-      return A->getString();
+  if (Optional<StringRef> RNN = ann::get(O, ann::RNN))
+    return *RNN;
   if (O.Domain.empty() &&
       (O.Type == "LSTM" || O.Type == "GRU" || O.Type == "RNN"))
     return O.Name;

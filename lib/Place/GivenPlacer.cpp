@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Placers.h"
+#include "dp/IR/Annotations.h"
 #include "dp/Sim/SimulatePass.h"
 #include "dp/Support/Diagnostics.h"
 
@@ -25,8 +26,7 @@ using namespace llvm;
 namespace dp {
 
 static bool isLossOp(const Op &Node) {
-  const Attribute *A = Node.Annotations.get("phase");
-  return A && A->getKind() == AttrKind::String && A->getString() == "loss";
+  return ann::getString(Node, ann::Phase) == "loss";
 }
 
 /// The device of each op that the annotations (or the file) name; -1 where
@@ -46,19 +46,19 @@ static Expected<std::vector<int>> readOpDevices(const PlacementProblem &P,
   }
   for (OpId O = 0, E = G.getNumOps(); O != E; ++O) {
     const Op &Node = G.getOp(O);
-    const Attribute *A = Node.Annotations.get("device");
-    if (!A)
+    if (!Node.Annotations.contains(ann::Device.Name))
       continue;
-    if (A->getKind() != AttrKind::String)
+    Optional<StringRef> Name = ann::get(Node, ann::Device);
+    if (!Name)
       return makeNodeError(Node.Name, "place{algo=given}: the device "
                                       "annotation is not a device name");
-    int Dev = C.lookupDevice(A->getString());
+    int Dev = C.lookupDevice(*Name);
     if (Dev < 0) {
       std::string Names;
       for (const Device &D : C.getDevices())
         Names += (Names.empty() ? "" : ", ") + D.Name;
       return makeNodeError(Node.Name, "place{algo=given}: device '" +
-                                          A->getString() +
+                                          Name->str() +
                                           "' is not in cluster '" +
                                           C.getName() + "' (" + Names + ")");
     }
@@ -125,11 +125,10 @@ Expected<std::vector<uint32_t>> placeGiven(const PlacementProblem &P,
     }
     const Op &First = G.getOp(Ops.front());
     std::string Why;
-    if (const Attribute *R = First.Annotations.get("rnn"))
-      if (R->getKind() == AttrKind::String)
-        Why = "; unroll-rnn made it from '" + R->getString() +
-              "' and does not keep that op's device: give the devices after "
-              "unroll-rnn, e.g. with place{algo=given,file=PLACEMENT.json}";
+    if (Optional<StringRef> RNN = ann::get(First, ann::RNN))
+      Why = "; unroll-rnn made it from '" + RNN->str() +
+            "' and does not keep that op's device: give the devices after "
+            "unroll-rnn, e.g. with place{algo=given,file=PLACEMENT.json}";
     return makeNodeError(First.Name,
                          "place{algo=given}: op has no device annotation, "
                          "and neither has any op placed with it" +

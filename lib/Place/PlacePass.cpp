@@ -6,6 +6,7 @@
 
 #include "dp/Place/PlacePass.h"
 #include "Placers.h"
+#include "dp/IR/Annotations.h"
 #include "dp/Learn/Plugin.h"
 #include "dp/Sim/StepSimulation.h"
 #include "dp/Support/Diagnostics.h"
@@ -81,9 +82,9 @@ Error PlacePass::run(Graph &G, PassContext &Ctx) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - Start)
           .count()});
   for (OpId O = 0, E = G.getNumOps(); O != E; ++O)
-    G.getOp(O).Annotations.set(
-        "device", Attribute::getString(C.getDevices()[Placement[O]].Name));
-  G.getAnnotations().set("placer", Attribute::getString(Opts.Algo));
+    ann::set(G.getOp(O), ann::Device,
+             StringRef(C.getDevices()[Placement[O]].Name));
+  ann::set(G, ann::Placer, StringRef(Opts.Algo));
   return Error::success();
 }
 

@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "dp/IR/Annotations.h"
 #include "dp/Place/Placer.h"
 #include "dp/Support/Diagnostics.h"
 #include "dp/Support/Format.h"
@@ -25,8 +26,7 @@ static std::vector<uint32_t> computeUnits(const Graph &G) {
   std::vector<uint32_t> Key(N);
   bool AllGrouped = N > 0;
   for (OpId O = 0; O != N && AllGrouped; ++O) {
-    const Attribute *A = G.getOp(O).Annotations.get("group");
-    if (!A || A->getKind() != AttrKind::Int) {
+    if (!ann::get(G.getOp(O), ann::Group)) {
       AllGrouped = false;
       break;
     }
@@ -34,7 +34,7 @@ static std::vector<uint32_t> computeUnits(const Graph &G) {
   if (AllGrouped) {
     DenseMap<int64_t, uint32_t> Dense;
     for (OpId O = 0; O != N; ++O) {
-      int64_t Group = G.getOp(O).Annotations.get("group")->getInt();
+      int64_t Group = *ann::get(G.getOp(O), ann::Group);
       Key[O] = Dense.try_emplace(Group, Dense.size()).first->second;
     }
     return Key;
@@ -50,10 +50,10 @@ static std::vector<uint32_t> computeUnits(const Graph &G) {
     return X;
   };
   for (OpId O = 0; O != N; ++O) {
-    const Attribute *A = G.getOp(O).Annotations.get("colocate");
-    if (!A || A->getKind() != AttrKind::String)
+    Optional<StringRef> Hint = ann::get(G.getOp(O), ann::Colocate);
+    if (!Hint)
       continue;
-    OpId Other = G.lookupOp(A->getString());
+    OpId Other = G.lookupOp(*Hint);
     if (Other == NoId)
       continue;
     uint32_t RA = Find(O), RB = Find(Other);
@@ -101,9 +101,9 @@ Expected<PlacementProblem> PlacementProblem::build(const Graph &G,
     for (unsigned Dev = 0; Dev != D; ++Dev)
       P.UnitTime[size_t(Unit) * D + Dev] += P.SG->getTime(O, Dev);
     const Op &Node = G.getOp(O);
-    if (const Attribute *A = Node.Annotations.get("persistent_bytes"))
-      if (A->getKind() == AttrKind::Int && A->getInt() > 0)
-        P.UnitMemory[Unit] += uint64_t(A->getInt());
+    if (Optional<int64_t> Bytes = ann::get(Node, ann::PersistentBytes))
+      if (*Bytes > 0)
+        P.UnitMemory[Unit] += uint64_t(*Bytes);
     for (TensorId T : Node.Results)
       if (T != NoId)
         P.UnitMemory[Unit] +=

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dp/Sim/SimulatePass.h"
+#include "dp/IR/Annotations.h"
 #include "dp/Sim/StepSimulation.h"
 #include "dp/Support/Diagnostics.h"
 #include "dp/Support/FileOutput.h"
@@ -22,21 +23,19 @@ using namespace llvm;
 
 namespace dp {
 
-static StringRef getStringAnnotation(const AttributeList &L, StringRef Key,
-                                     StringRef Default) {
-  const Attribute *A = L.get(Key);
-  return A && A->getKind() == AttrKind::String ? StringRef(A->getString())
-                                               : Default;
+/// The placer that placed \p G ("given" when no pass recorded one).
+static StringRef getPlacerName(const Graph &G) {
+  return ann::get(G, ann::Placer).getValueOr("given");
 }
 
 /// Number of distinct colocation groups, or the op count without them.
 static size_t countGroups(const Graph &G) {
   DenseSet<int64_t> Groups;
   for (const Op &Node : G.ops()) {
-    const Attribute *A = Node.Annotations.get("group");
-    if (!A || A->getKind() != AttrKind::Int)
+    Optional<int64_t> Group = ann::get(Node, ann::Group);
+    if (!Group)
       return G.getNumOps();
-    Groups.insert(A->getInt());
+    Groups.insert(*Group);
   }
   return Groups.size();
 }
@@ -82,10 +81,8 @@ SingleDeviceBaseline computeSingleDeviceBaseline(const SimGraph &SG) {
 void printSimulationReport(raw_ostream &OS, const Graph &G, const Cluster &C,
                            const SimResult &R, const LowerBounds &LB,
                            const SingleDeviceBaseline *Baseline) {
-  const AttributeList &GA = G.getAnnotations();
-  OS << "simulated step of '" << G.getName() << "' on cluster '"
-     << C.getName() << "' (placer: "
-     << getStringAnnotation(GA, "placer", "given") << ")\n";
+  OS << "simulated step of '" << G.getName() << "' on cluster '" << C.getName()
+     << "' (placer: " << getPlacerName(G) << ")\n";
   OS << "  step time:    " << formatSeconds(R.StepTime) << '\n';
   double Gap = LB.best() > 0 ? (R.StepTime / LB.best() - 1) * 100 : 0;
   OS << "  lower bound:  " << formatSeconds(LB.best()) << " (critical path "
@@ -171,11 +168,10 @@ void writeSummaryJSON(raw_ostream &OS, const Graph &G, const Cluster &C,
 void writeSummary(json::OStream &J, const Graph &G, const Cluster &C,
                   const SimResult &R, const LowerBounds &LB,
                   Optional<double> SearchSeconds) {
-  const AttributeList &GA = G.getAnnotations();
   J.object([&] {
     J.attribute("model", G.getName());
     J.attribute("cluster", C.getName());
-    J.attribute("placer", getStringAnnotation(GA, "placer", "given"));
+    J.attribute("placer", getPlacerName(G));
     J.attribute("ops", int64_t(G.getNumOps()));
     J.attribute("groups", int64_t(countGroups(G)));
     J.attribute("step_time_s", R.StepTime);
@@ -348,9 +344,9 @@ Error applyPlacementFile(Graph &G, const Cluster &C, StringRef Path) {
   if (!Chosen)
     return Chosen.takeError();
   for (OpId O = 0, E = G.getNumOps(); O != E; ++O)
-    G.getOp(O).Annotations.set(
-        "device", Attribute::getString(C.getDevices()[(*Chosen)[O]].Name));
-  G.getAnnotations().set("placer", Attribute::getString("file"));
+    ann::set(G.getOp(O), ann::Device,
+             StringRef(C.getDevices()[(*Chosen)[O]].Name));
+  ann::set(G, ann::Placer, StringRef("file"));
   return Error::success();
 }
 

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dp/Sim/Simulator.h"
+#include "dp/IR/Annotations.h"
 #include "dp/Support/Diagnostics.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -39,7 +40,7 @@ Expected<SimGraph> SimGraph::build(const Graph &G, const Cluster &C) {
   // Costs: one annotation per device type, looked up once per op.
   std::vector<std::string> Keys;
   for (const DeviceType &T : C.getTypes())
-    Keys.push_back("time." + T.Name);
+    Keys.push_back(ann::getTimeKey(T.Name));
   S.Time.resize(size_t(S.NumOps) * D);
   S.OpWorkspace.assign(S.NumOps, 0);
   S.OpPersistent.assign(S.NumOps, 0);
@@ -64,14 +65,12 @@ Expected<SimGraph> SimGraph::build(const Graph &G, const Cluster &C) {
       continue;
     for (unsigned Dev = 0; Dev != D; ++Dev)
       S.Time[size_t(O) * D + Dev] = TypeTime[C.getDevices()[Dev].Type];
-    auto Bytes = [&](StringRef Key) -> uint64_t {
-      const Attribute *A = Node.Annotations.get(Key);
-      return A && A->getKind() == AttrKind::Int && A->getInt() > 0
-                 ? uint64_t(A->getInt())
-                 : 0;
+    auto Bytes = [&](const ann::Key<int64_t> &K) -> uint64_t {
+      Optional<int64_t> N = ann::get(Node, K);
+      return N && *N > 0 ? uint64_t(*N) : 0;
     };
-    S.OpWorkspace[O] = Bytes("workspace_bytes");
-    S.OpPersistent[O] = Bytes("persistent_bytes");
+    S.OpWorkspace[O] = Bytes(ann::WorkspaceBytes);
+    S.OpPersistent[O] = Bytes(ann::PersistentBytes);
   }
   if (Error E = Errs.take())
     return std::move(E);
@@ -510,15 +509,15 @@ Expected<std::vector<uint32_t>> getPlacement(const Graph &G,
   ErrorList Errs;
   for (OpId O = 0, E = G.getNumOps(); O != E; ++O) {
     const Op &Node = G.getOp(O);
-    const Attribute *A = Node.Annotations.get("device");
-    if (!A || A->getKind() != AttrKind::String) {
+    Optional<StringRef> Name = ann::get(Node, ann::Device);
+    if (!Name) {
       Errs.add(makeNodeError(Node.Name, "op has no device: run place "
                                         "first"));
       continue;
     }
-    int Dev = C.lookupDevice(A->getString());
+    int Dev = C.lookupDevice(*Name);
     if (Dev < 0) {
-      Errs.add(makeNodeError(Node.Name, "device '" + A->getString() +
+      Errs.add(makeNodeError(Node.Name, "device '" + Name->str() +
                                             "' is not in cluster '" +
                                             C.getName() + "'"));
       continue;

@@ -16,6 +16,7 @@
 
 #include "dp/Transforms/TrainingGraph.h"
 #include "GraphBuilder.h"
+#include "dp/IR/Annotations.h"
 #include "dp/IR/Graph.h"
 #include "dp/Support/Diagnostics.h"
 #include "dp/Transforms/BackwardRules.h"
@@ -81,9 +82,9 @@ static bool isFloatTensor(const Graph &G, TensorId T) {
 
 static AttributeList makeAnnotations(StringRef Phase, StringRef Colocate) {
   AttributeList A;
-  A.set("phase", Attribute::getString(Phase.str()));
+  ann::set(A, ann::Phase, Phase);
   if (!Colocate.empty())
-    A.set("colocate", Attribute::getString(Colocate.str()));
+    ann::set(A, ann::Colocate, Colocate);
   return A;
 }
 
@@ -359,7 +360,7 @@ Error TrainingGraphBuilder::build() {
                            "floating-point output: there is nothing to train");
 
   for (OpId O = 0; O != NumForward; ++O)
-    G.getOp(O).Annotations.set("phase", Attribute::getString("forward"));
+    ann::set(G.getOp(O), ann::Phase, StringRef("forward"));
   G.setOpset("dp", 1);
   TensorId Loss = buildLoss();
   OpId End = G.getNumOps() - 1; // Without the seed.

@@ -19,6 +19,7 @@
 
 #include "dp/Transforms/UnrollRNN.h"
 #include "GraphBuilder.h"
+#include "dp/IR/Annotations.h"
 #include "dp/IR/Graph.h"
 #include "dp/Support/Diagnostics.h"
 
@@ -313,9 +314,7 @@ public:
       : B(B), RB(RB), R(R), Name(RB.getOld().getOp(R.Id).Name.str()) {
     // The user's node the RNN op comes from, when it is not the op's own
     // (an RNN in an inlined If branch): the cells come from it too.
-    if (const Attribute *A = RB.getOld().getOp(R.Id).Annotations.get("node");
-        A && A->getKind() == AttrKind::String)
-      Node = A->getString();
+    Node = ann::getString(RB.getOld().getOp(R.Id), ann::Node).str();
   }
 
   void expand();
@@ -372,11 +371,11 @@ private:
 
 void RNNExpander::annotate(int64_t Step) {
   B.Annotations = AttributeList();
-  B.Annotations.set("rnn", Attribute::getString(Name));
+  ann::set(B.Annotations, ann::RNN, StringRef(Name));
   if (!Node.empty())
-    B.Annotations.set("node", Attribute::getString(Node));
+    ann::set(B.Annotations, ann::Node, StringRef(Node));
   if (Step >= 0)
-    B.Annotations.set("timestep", Attribute::getInt(Step));
+    ann::set(B.Annotations, ann::Timestep, Step);
 }
 
 SmallVector<TensorId, 2> RNNExpander::perDirection(TensorId T, StringRef What,
@@ -646,9 +645,9 @@ void RNNExpander::expand() {
   B.ConstantPrefix = Name;
   B.clearConstants();
   B.ConstantAnnotations = AttributeList();
-  B.ConstantAnnotations.set("rnn", Attribute::getString(Name));
+  ann::set(B.ConstantAnnotations, ann::RNN, StringRef(Name));
   if (!Node.empty())
-    B.ConstantAnnotations.set("node", Attribute::getString(Node));
+    ann::set(B.ConstantAnnotations, ann::Node, StringRef(Node));
 
   prepareWeights();
   splitInput();
