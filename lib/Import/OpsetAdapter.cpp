@@ -402,22 +402,16 @@ bool expandNode(const onnx::NodeProto &N, int Opset, StringSet<> &Names,
       E.op("ReduceMean", {E.op("Mul", {Centered, Centered})}, "axes", {2});
   std::string Std = E.op("Sqrt", {E.op("Add", {Var, E.constant(Epsilon, X)})});
   std::string Normal = E.op("Div", {Centered, Std});
-  const std::string &Scale = N.input(1), &Bias = N.input(2);
-  if (Opset < 21) {
-    std::string Scaled =
-        E.op("Mul", {Normal, E.op("Unsqueeze", {Scale, E.ints({1})})});
-    std::string Shifted =
-        E.op("Add", {Scaled, E.op("Unsqueeze", {Bias, E.ints({1})})});
-    E.finish("Reshape", {Shifted, E.op("Shape", {X})});
-    return true;
+  // Scaled and shifted per group before opset 21 ([N, G, C/G * ...]), per
+  // channel from it ([N, C, ...] flattened); then given X's shape.
+  if (Opset >= 21) {
+    std::string Flat = E.op("Reshape", {X, E.ints({0, 0, -1})});
+    Normal = E.op("Reshape", {Normal, E.op("Shape", {Flat})});
   }
-  // [N, C, L], scaled and shifted per channel, then X's shape.
-  std::string Flat = E.op("Reshape", {X, E.ints({0, 0, -1})});
-  std::string Channels = E.op("Reshape", {Normal, E.op("Shape", {Flat})});
   std::string Scaled =
-      E.op("Mul", {Channels, E.op("Unsqueeze", {Scale, E.ints({1})})});
+      E.op("Mul", {Normal, E.op("Unsqueeze", {N.input(1), E.ints({1})})});
   std::string Shifted =
-      E.op("Add", {Scaled, E.op("Unsqueeze", {Bias, E.ints({1})})});
+      E.op("Add", {Scaled, E.op("Unsqueeze", {N.input(2), E.ints({1})})});
   E.finish("Reshape", {Shifted, E.op("Shape", {X})});
   return true;
 }
