@@ -914,7 +914,13 @@ void ONNXImporter::rewriteNodes() {
     if (NodeOrigins[I].empty())
       continue;
     onnx::NodeProto &N = *G.mutable_node(I);
-    std::string Base = N.name().empty() ? NodeOrigins[I] + "/" + N.op_type() +
+    // The last node of an expansion is the user's op.
+    auto Original =
+        N.output_size() ? ExpandedNodes.find(N.output(0)) : ExpandedNodes.end();
+    StringRef Op = Original == ExpandedNodes.end()
+                       ? StringRef(N.op_type())
+                       : StringRef(Original->second.op_type());
+    std::string Base = N.name().empty() ? NodeOrigins[I] + "/" + Op.str() +
                                               "_" + std::to_string(I)
                                         : N.name();
     std::string Name = Base;
@@ -1608,12 +1614,15 @@ Expected<Graph> ONNXImporter::buildGraph() {
     if (!ExpandedNodes.empty()) {
       if (ExpansionHelpers.contains(Node->name()))
         continue;
-      auto Expanded = ExpandedNodes.find(Node->name());
+      auto Expanded = Node->output_size() ? ExpandedNodes.find(Node->output(0))
+                                          : ExpandedNodes.end();
       if (Expanded != ExpandedNodes.end())
         Node = &Expanded->second;
     }
     const onnx::NodeProto &N = *Node;
-    StringRef Name = N.name();
+    // The working copy's name (an expanded node's user node keeps it unless
+    // it came from an inlined branch and was renamed).
+    StringRef Name = OG.node(I).name();
     bool Ok = true;
     Operands.clear();
     for (const std::string &In : N.input()) {

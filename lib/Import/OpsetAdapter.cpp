@@ -481,7 +481,7 @@ void expandGraph(onnx::GraphProto &G, int Opset, StringSet<> &Names,
       Helpers.push_back(!Last);
     }
     if (Main)
-      Main->Originals[N.name()] = std::move(N);
+      Main->Originals[N.output(0)] = std::move(N);
   }
   if (Main) {
     Main->Origins = std::move(Origins);

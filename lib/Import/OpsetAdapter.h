@@ -62,7 +62,8 @@ struct Expansions {
   std::vector<std::string> Origins;
   /// Whether each node is a helper node of an expansion.
   std::vector<bool> Helpers;
-  /// The nodes expanded, by name (the last node of an expansion has it).
+  /// The nodes expanded, by their first output (the last node of the
+  /// expansion computes it).
   llvm::StringMap<onnx::NodeProto> Originals;
 };
 
