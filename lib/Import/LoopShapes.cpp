@@ -21,19 +21,6 @@ namespace dp {
 
 namespace {
 
-/// The static dimensions of \p T, or false.
-bool getStaticDims(const onnx::TypeProto *T, std::vector<int64_t> &Dims) {
-  if (!T || !T->has_tensor_type() || !T->tensor_type().has_shape())
-    return false;
-  Dims.clear();
-  for (const auto &D : T->tensor_type().shape().dim()) {
-    if (!D.has_dim_value() || D.dim_value() < 0)
-      return false;
-    Dims.push_back(D.dim_value());
-  }
-  return true;
-}
-
 onnx::TypeProto makeTensorType(int32_t ElemType, ArrayRef<int64_t> Dims) {
   onnx::TypeProto T;
   auto *TT = T.mutable_tensor_type();

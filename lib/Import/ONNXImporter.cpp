@@ -1398,10 +1398,7 @@ std::string ONNXImporter::describeInputShapes(StringRef NodeName) const {
       N = &Candidate;
   if (!N)
     return "";
-  StringMap<const onnx::TypeProto *> Types;
-  for (const auto *VIs : {&G.input(), &G.value_info(), &G.output()})
-    for (const onnx::ValueInfoProto &VI : *VIs)
-      Types.try_emplace(VI.name(), &VI.type());
+  StringMap<const onnx::TypeProto *> Types = getDeclaredTypes(G);
   std::string Out;
   raw_string_ostream OS(Out);
   ListSeparator LS(", ");
@@ -1482,10 +1479,7 @@ int ONNXImporter::inferLoopResults(StringSet<> &Done) {
   if (none_of(G.node(),
               [](const onnx::NodeProto &N) { return N.op_type() == "Loop"; }))
     return 0;
-  StringMap<const onnx::TypeProto *> Types;
-  for (const auto *VIs : {&G.input(), &G.value_info(), &G.output()})
-    for (const onnx::ValueInfoProto &VI : *VIs)
-      Types.try_emplace(VI.name(), &VI.type());
+  StringMap<const onnx::TypeProto *> Types = getDeclaredTypes(G);
   auto TypeOf = [&](StringRef Name) { return Types.lookup(Name); };
   auto ValueOf = [&](StringRef Name) { return Folder->getValue(Name); };
   auto Infer = [&](onnx::ModelProto &Body) {

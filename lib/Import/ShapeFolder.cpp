@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ShapeFolder.h"
+#include "dp/Import/ONNXWalk.h"
 #include "dp/Support/Diagnostics.h"
 
 #include "llvm/ADT/DenseSet.h"
@@ -1352,19 +1353,6 @@ Expected<bool> evaluateNode(const onnx::NodeProto &N, int Opset,
 // The folder
 //===----------------------------------------------------------------------===//
 
-/// The static dimensions of \p TP, or false.
-static bool staticDims(const onnx::TypeProto &TP, std::vector<int64_t> &Out) {
-  if (!TP.has_tensor_type() || !TP.tensor_type().has_shape())
-    return false;
-  Out.clear();
-  for (const auto &D : TP.tensor_type().shape().dim()) {
-    if (!D.has_dim_value() || D.dim_value() < 0)
-      return false;
-    Out.push_back(D.dim_value());
-  }
-  return true;
-}
-
 Expected<bool> ShapeFolder::run() {
   if (NumOwnInitializers < 0) {
     NumOwnInitializers = G.initializer_size();
@@ -1420,7 +1408,7 @@ Expected<bool> ShapeFolder::run() {
         ValueDims[K].assign(V->second.Dims.begin(), V->second.Dims.end());
         InDims.back() = &ValueDims[K];
       } else if (const onnx::TypeProto *T = TypeOf(N.input(K))) {
-        if (staticDims(*T, ValueDims[K]))
+        if (getStaticDims(T, ValueDims[K]))
           InDims.back() = &ValueDims[K];
       }
     }
@@ -1495,7 +1483,7 @@ Expected<bool> ShapeFolder::run() {
     std::vector<int64_t> Scratch;
     for (const std::string &Out : N.output()) {
       const onnx::TypeProto *T = Out.empty() ? nullptr : TypeOf(Out);
-      if (!Out.empty() && (!T || !staticDims(*T, Scratch)))
+      if (!Out.empty() && !getStaticDims(T, Scratch))
         Useful = true;
     }
   }

@@ -411,14 +411,19 @@ Error SimulatePass::run(Graph &G, PassContext &Ctx) {
   return Error::success();
 }
 
+/// The file option \p Key of \p Opts, or null for another key.
+static std::string *getFileOption(SimulateOptions &Opts, StringRef Key) {
+  return Key == "summary"     ? &Opts.Summary
+         : Key == "trace"     ? &Opts.Trace
+         : Key == "placement" ? &Opts.Placement
+                              : nullptr;
+}
+
 Expected<SimulateOptions>
 SimulatePass::parseOptions(ArrayRef<std::pair<std::string, std::string>> KVs) {
   SimulateOptions Opts;
   for (const auto &[Key, Value] : KVs) {
-    std::string *Field = Key == "summary"     ? &Opts.Summary
-                         : Key == "trace"     ? &Opts.Trace
-                         : Key == "placement" ? &Opts.Placement
-                                              : nullptr;
+    std::string *Field = getFileOption(Opts, Key);
     if (!Field)
       return makeError("simulate: unknown option '" + Key +
                        "' (expected summary=FILE, trace=FILE or "
@@ -429,10 +434,7 @@ SimulatePass::parseOptions(ArrayRef<std::pair<std::string, std::string>> KVs) {
 }
 
 bool SimulatePass::setDriverOption(StringRef Key, StringRef Value) {
-  std::string *Field = Key == "summary"     ? &Opts.Summary
-                       : Key == "trace"     ? &Opts.Trace
-                       : Key == "placement" ? &Opts.Placement
-                                            : nullptr;
+  std::string *Field = getFileOption(Opts, Key);
   if (!Field)
     return false;
   // The pipeline's own option wins.

@@ -6,8 +6,8 @@
 ///
 /// \file
 /// What import-onnx's stages and emit need of a model: its default-domain
-/// opset, the bodies (If branches, Loop and Scan bodies) of a node, and the
-/// tensors a body reads from the scopes around it.
+/// opset, the bodies (If branches, Loop and Scan bodies) of a node, the
+/// tensors a body reads from the scopes around it, and tensor types.
 ///
 //===----------------------------------------------------------------------===//
 
@@ -16,10 +16,12 @@
 
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringRef.h"
 
 #include "onnx/onnx_pb.h"
 
+#include <cstdint>
 #include <vector>
 
 namespace dp {
@@ -80,6 +82,32 @@ inline void collectOuterReads(const onnx::GraphProto &G,
       if (!O.empty())
         Local.insert(O);
   }
+}
+
+/// The static dimensions of \p T into \p Dims; false when \p T is null, not
+/// a tensor, or has a dimension without a (non-negative) size.
+inline bool getStaticDims(const onnx::TypeProto *T,
+                          std::vector<int64_t> &Dims) {
+  if (!T || !T->has_tensor_type() || !T->tensor_type().has_shape())
+    return false;
+  Dims.clear();
+  for (const auto &D : T->tensor_type().shape().dim()) {
+    if (!D.has_dim_value() || D.dim_value() < 0)
+      return false;
+    Dims.push_back(D.dim_value());
+  }
+  return true;
+}
+
+/// The types \p G declares or inference recorded, by tensor name: graph
+/// inputs first, then value_info, then outputs (the first one wins).
+inline llvm::StringMap<const onnx::TypeProto *>
+getDeclaredTypes(const onnx::GraphProto &G) {
+  llvm::StringMap<const onnx::TypeProto *> Types;
+  for (const auto *VIs : {&G.input(), &G.value_info(), &G.output()})
+    for (const onnx::ValueInfoProto &VI : *VIs)
+      Types.try_emplace(VI.name(), &VI.type());
+  return Types;
 }
 
 } // namespace dp
