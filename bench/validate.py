@@ -38,11 +38,13 @@ import sys
 import tempfile
 import time
 
+from dpbench.models import MODELS
+from dpbench.tables import reorder_sections, replace_section
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(ROOT, "bench", "results")
 CSV = os.path.join(RESULTS, "validate.csv")
 PY = "/usr/bin/python3"
-MODELS = ["inception_v3", "resnet50", "gnmt4", "nmt2", "nmt4", "bert_base"]
 MODES = ["inference", "train"]
 PLACERS = {
     "single": "place{algo=single,device=cpu:0}",
@@ -461,11 +463,8 @@ def main(argv=None):
 
 
 def write_docs(rows, cluster, command):
-    sys.path.insert(0, os.path.join(ROOT, "bench"))
-    import run as bench_run
-    bench_run.replace_section("bench validate",
-                              section(rows, cluster, command))
-    bench_run.reorder_sections()
+    replace_section("bench validate", section(rows, cluster, command))
+    reorder_sections()
 
 
 if __name__ == "__main__":

@@ -41,6 +41,8 @@ packages=(
   # the PyTorch runtime (python/dp_torch) and its tests, which export
   # torchvision models with torch.onnx and compare with torch
   python3-torch python3-torchvision python3-numpy python3-pytest
+  # the benchmark harness's charts (bench/dpbench/charts.py)
+  python3-matplotlib
 )
 
 missing=()

@@ -1,0 +1,23 @@
+"""dp's benchmark harness, behind bench/run.py and bench/placement.py.
+
+- models: the models, clusters, placer variants, colocation strategies and
+  presets every part uses, and the place{} options each run gets;
+- runner: running dp-opt (timeouts, the child's rusage) and turning its
+  summaries into result rows;
+- results: reading, merging and writing the CSVs of bench/results/, and
+  choosing the cells the tables quote;
+- tables: the BEGIN/END sections of docs/results.md, and the quality, runs
+  and colocation-strategy tables;
+- papers, charts, generalize, speed: one part each (the papers side by
+  side, the search curves, Mars Table 3 and Placeto's zero-shot, dp's own
+  speed), with its section;
+- strategies: colocation strategies x placers on one cluster.
+"""
+
+import os
+
+BENCH = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(BENCH)
+RESULTS = os.path.join(BENCH, "results")
+CURVES = os.path.join(RESULTS, "curves")
+DOCS = os.path.join(ROOT, "docs", "results.md")
