@@ -6,6 +6,7 @@
 
 #include "dp/Cluster/Cluster.h"
 #include "dp/Support/Diagnostics.h"
+#include "dp/Support/EnumNames.h"
 
 #include "llvm/ADT/StringSet.h"
 
@@ -17,16 +18,14 @@ using namespace llvm;
 
 namespace dp {
 
+static constexpr EnumEntry<DeviceKind> DeviceKindNames[] = {
+    {"gpu", DeviceKind::GPU},
+    {"cpu", DeviceKind::CPU},
+    {"accel", DeviceKind::Accelerator},
+};
+
 StringRef getDeviceKindName(DeviceKind K) {
-  switch (K) {
-  case DeviceKind::GPU:
-    return "gpu";
-  case DeviceKind::CPU:
-    return "cpu";
-  case DeviceKind::Accelerator:
-    return "accel";
-  }
-  llvm_unreachable("unknown DeviceKind");
+  return getEnumName<DeviceKind>(DeviceKindNames, K);
 }
 
 int Cluster::lookupDevice(StringRef N) const {

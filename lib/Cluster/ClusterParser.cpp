@@ -17,6 +17,7 @@
 
 #include "dp/Cluster/Cluster.h"
 #include "dp/Support/Diagnostics.h"
+#include "dp/Support/EnumNames.h"
 
 #include "llvm/ADT/Optional.h"
 #include "llvm/ADT/STLExtras.h"
@@ -73,22 +74,17 @@ struct DocNode {
 };
 } // namespace
 
+static constexpr EnumEntry<DocNode::NodeKind> NodeKindDescriptions[] = {
+    {"null", DocNode::NodeKind::Null},
+    {"a boolean", DocNode::NodeKind::Bool},
+    {"a number", DocNode::NodeKind::Number},
+    {"a string", DocNode::NodeKind::String},
+    {"a mapping", DocNode::NodeKind::Map},
+    {"a sequence", DocNode::NodeKind::Seq},
+};
+
 static StringRef describeKind(const DocNode &N) {
-  switch (N.Kind) {
-  case DocNode::NodeKind::Null:
-    return "null";
-  case DocNode::NodeKind::Bool:
-    return "a boolean";
-  case DocNode::NodeKind::Number:
-    return "a number";
-  case DocNode::NodeKind::String:
-    return "a string";
-  case DocNode::NodeKind::Map:
-    return "a mapping";
-  case DocNode::NodeKind::Seq:
-    return "a sequence";
-  }
-  llvm_unreachable("unknown NodeKind");
+  return getEnumName<DocNode::NodeKind>(NodeKindDescriptions, N.Kind);
 }
 
 static std::string childPath(StringRef Parent, StringRef Key) {

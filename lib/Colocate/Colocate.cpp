@@ -5,10 +5,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "dp/Colocate/Colocate.h"
-#include "DisjointSets.h"
 #include "dp/Cluster/Cluster.h"
 #include "dp/IR/Annotations.h"
 #include "dp/Support/Diagnostics.h"
+#include "dp/Support/EnumNames.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLExtras.h"
@@ -20,43 +20,23 @@ using namespace llvm;
 
 namespace dp {
 
+static constexpr EnumEntry<ColocateStrategyKind> StrategyNames[] = {
+    {"tf", ColocateStrategyKind::TF},
+    {"merge", ColocateStrategyKind::Merge},
+    {"metis", ColocateStrategyKind::METIS},
+    {"scope", ColocateStrategyKind::Scope},
+};
+
 StringRef getColocateStrategyName(ColocateStrategyKind K) {
-  switch (K) {
-  case ColocateStrategyKind::TF:
-    return "tf";
-  case ColocateStrategyKind::Merge:
-    return "merge";
-  case ColocateStrategyKind::METIS:
-    return "metis";
-  case ColocateStrategyKind::Scope:
-    return "scope";
-  }
-  llvm_unreachable("unknown colocation strategy");
+  return getEnumName<ColocateStrategyKind>(StrategyNames, K);
 }
 
-Grouping makeGrouping(ArrayRef<uint32_t> Keys) {
-  Grouping Gr;
-  Gr.GroupOf.resize(Keys.size());
-  // 64-bit keys: no 32-bit value collides with DenseMap's empty key.
-  DenseMap<uint64_t, uint32_t> Dense;
-  for (size_t I = 0, E = Keys.size(); I != E; ++I)
-    Gr.GroupOf[I] = Dense.try_emplace(Keys[I], Dense.size()).first->second;
-  Gr.NumGroups = Dense.size();
-  return Gr;
+Optional<ColocateStrategyKind> parseColocateStrategyName(StringRef Name) {
+  return parseEnumName<ColocateStrategyKind>(StrategyNames, Name);
 }
 
-Grouping getHintClasses(const Graph &G) {
-  unsigned N = G.getNumOps();
-  DisjointSets Sets(N);
-  for (OpId O = 0; O != N; ++O) {
-    Optional<StringRef> Hint = ann::get(G.getOp(O), ann::Colocate);
-    if (!Hint)
-      continue;
-    OpId Other = G.lookupOp(*Hint);
-    if (Other != NoId)
-      Sets.join(O, Other);
-  }
-  return makeGrouping(Sets.roots());
+std::string listColocateStrategyNames() {
+  return listEnumNames<ColocateStrategyKind>(StrategyNames, ", ");
 }
 
 Expected<std::vector<double>> getComputeCosts(const Graph &G, const Cluster *C,
@@ -94,52 +74,6 @@ Expected<std::vector<double>> getComputeCosts(const Graph &G, const Cluster *C,
     Costs[O] = Best;
   }
   return std::move(Costs);
-}
-
-std::vector<GroupEdge> getGroupEdges(const Graph &G, const Grouping &Gr) {
-  DenseMap<uint64_t, uint64_t> EdgeBytes;
-  SmallVector<uint32_t, 4> Seen;
-  for (const Tensor &Tn : G.tensors()) {
-    if (Tn.Uses.empty())
-      continue;
-    uint64_t Bytes = Tn.Type.getSizeInBytes().getValueOr(0);
-    uint32_t From =
-        Gr.GroupOf[Tn.Producer != NoId ? Tn.Producer : Tn.Uses.front().User];
-    Seen.clear();
-    for (const Use &U : Tn.Uses) {
-      uint32_t To = Gr.GroupOf[U.User];
-      if (To == From || is_contained(Seen, To))
-        continue;
-      Seen.push_back(To);
-      EdgeBytes[(uint64_t(From) << 32) | To] += Bytes;
-    }
-  }
-  std::vector<GroupEdge> Edges;
-  Edges.reserve(EdgeBytes.size());
-  for (const auto &KV : EdgeBytes)
-    Edges.push_back(GroupEdge{uint32_t(KV.first >> 32),
-                              uint32_t(KV.first & 0xffffffffu), KV.second});
-  llvm::sort(Edges, [](const GroupEdge &A, const GroupEdge &B) {
-    return A.From != B.From ? A.From < B.From : A.To < B.To;
-  });
-  return Edges;
-}
-
-std::vector<uint64_t> getOpMemory(const Graph &G) {
-  std::vector<uint64_t> Memory(G.getNumOps(), 0);
-  for (OpId O = 0, E = G.getNumOps(); O != E; ++O) {
-    const Op &Node = G.getOp(O);
-    if (Optional<int64_t> Bytes = ann::get(Node, ann::PersistentBytes))
-      if (*Bytes > 0)
-        Memory[O] += uint64_t(*Bytes);
-    for (TensorId T : Node.Results)
-      if (T != NoId)
-        Memory[O] += G.getTensor(T).Type.getSizeInBytes().getValueOr(0);
-  }
-  for (const Tensor &Tn : G.tensors())
-    if (Tn.Producer == NoId && !Tn.Uses.empty())
-      Memory[Tn.Uses.front().User] += Tn.Type.getSizeInBytes().getValueOr(0);
-  return Memory;
 }
 
 StringRef getNameScope(StringRef Name, unsigned Depth) {

@@ -19,134 +19,110 @@ using namespace llvm;
 
 namespace dp {
 
-void printColocatePipeline(raw_ostream &OS, const ColocateOptions &Opts) {
-  OS << "colocate{strategy=" << getColocateStrategyName(Opts.Strategy);
-  switch (Opts.Strategy) {
-  case ColocateStrategyKind::TF:
-    break;
-  case ColocateStrategyKind::Merge:
-    OS << "{groups=" << Opts.Groups;
-    if (Opts.Threshold) {
-      OS << ",threshold=";
-      writeDouble(OS, *Opts.Threshold);
-    }
-    OS << '}';
-    break;
-  case ColocateStrategyKind::METIS:
-    OS << "{groups=" << Opts.Groups << '}';
-    break;
-  case ColocateStrategyKind::Scope:
-    OS << "{depth=" << Opts.Depth << '}';
-    break;
-  }
-  OS << '}';
+/// The options inside strategy=NAME{...} of strategy \p K, bound to \p O.
+static OptionTable describeStrategy(ColocateStrategyKind K,
+                                    ColocateOptions &O) {
+  OptionTable T(
+      ("colocate{strategy=" + getColocateStrategyName(K) + "}").str());
+  // Counts fit METIS's 32-bit idx_t.
+  unsigned MaxCount = unsigned(std::numeric_limits<int32_t>::max());
+  bool TakesGroups =
+      K == ColocateStrategyKind::Merge || K == ColocateStrategyKind::METIS;
+  if (TakesGroups)
+    T.integer("groups", O.Groups, 1u, MaxCount)
+        .printAlways()
+        .check([K](const OptionTable &T) -> Error {
+          if (T.wasGiven("groups"))
+            return Error::success();
+          return T.makeError("groups= is required (e.g. strategy=" +
+                             getColocateStrategyName(K) + "{groups=64})");
+        });
+  if (K == ColocateStrategyKind::Merge)
+    T.custom(
+        "threshold", "S",
+        [&O](StringRef Value) -> Error {
+          double S;
+          if (!parseDouble(Value, S) || !(S > 0))
+            return makeError("threshold must be a positive number of "
+                             "seconds, not '" +
+                             Value + "'");
+          O.Threshold = S;
+          return Error::success();
+        },
+        [&O] {
+          std::vector<std::string> V;
+          if (O.Threshold) {
+            raw_string_ostream OS(V.emplace_back());
+            writeDouble(OS, *O.Threshold);
+          }
+          return V;
+        });
+  if (K == ColocateStrategyKind::Scope)
+    T.integer("depth", O.Depth, 1u, MaxCount, "D").printAlways();
+  return T;
 }
 
-/// Parses a positive integer that fits METIS's 32-bit idx_t.
-static bool parseCount(StringRef S, unsigned &N) {
-  return to_integer(S, N, 10) && N > 0 &&
-         N <= unsigned(std::numeric_limits<int32_t>::max());
+/// "NAME{key=value,...}" for strategy=.
+static std::string printStrategy(const ColocateOptions &Opts) {
+  ColocateOptions Copy = Opts, Defaults;
+  std::string S;
+  raw_string_ostream OS(S);
+  OS << getColocateStrategyName(Opts.Strategy);
+  describeStrategy(Opts.Strategy, Copy)
+      .printChanged(OS, describeStrategy(Opts.Strategy, Defaults));
+  return OS.str();
 }
 
 /// Parses the value of strategy=: "NAME" or "NAME{key=value,...}".
-static Error parseStrategy(StringRef Value, ColocateOptions &Opts) {
+static Error parseStrategy(StringRef Value, ColocateOptions &O) {
   size_t Brace = Value.find('{');
   StringRef Name = Value.substr(0, Brace).trim();
   StringRef Rest = Value.substr(Brace);
-  if (Name == "tf")
-    Opts.Strategy = ColocateStrategyKind::TF;
-  else if (Name == "merge")
-    Opts.Strategy = ColocateStrategyKind::Merge;
-  else if (Name == "metis")
-    Opts.Strategy = ColocateStrategyKind::METIS;
-  else if (Name == "scope")
-    Opts.Strategy = ColocateStrategyKind::Scope;
-  else
-    return makeError("colocate: unknown strategy '" + Name +
-                     "' (available: tf, merge, metis, scope)");
-
-  std::string Who = ("colocate{strategy=" + Name + "}").str();
-  SmallVector<StringRef, 4> Items;
-  if (!Rest.empty()) {
-    if (!Rest.endswith("}"))
-      return makeError(Who + ": expected '}' to end the options of '" + Name +
+  Optional<ColocateStrategyKind> K = parseColocateStrategyName(Name);
+  if (!K)
+    return makeError("unknown strategy '" + Name +
+                     "' (available: " + listColocateStrategyNames() + ")");
+  O = ColocateOptions();
+  O.Strategy = *K;
+  OptionTable T = describeStrategy(*K, O);
+  if (!Rest.empty() && !Rest.endswith("}"))
+    return T.makeError("expected '}' to end the options of '" + Name +
                        "', not '" + Rest + "'");
-    StringRef Inner = Rest.drop_front().drop_back();
-    if (!Inner.trim().empty())
-      Inner.split(Items, ',');
-  }
-  StringRef Known;
-  switch (Opts.Strategy) {
-  case ColocateStrategyKind::TF:
-    Known = "it takes none";
-    break;
-  case ColocateStrategyKind::Merge:
-    Known = "expected groups= or threshold=";
-    break;
-  case ColocateStrategyKind::METIS:
-    Known = "expected groups=";
-    break;
-  case ColocateStrategyKind::Scope:
-    Known = "expected depth=";
-    break;
-  }
-  bool HasGroups = false;
-  for (StringRef Item : Items) {
-    auto [Key, Val] = Item.split('=');
-    Key = Key.trim();
-    Val = Val.trim();
-    if (!Item.contains('=') || Key.empty() || Val.empty())
-      return makeError(Who + ": expected key=value, not '" + Item.trim() + "'");
-    bool TakesGroups = Opts.Strategy == ColocateStrategyKind::Merge ||
-                       Opts.Strategy == ColocateStrategyKind::METIS;
-    if (Key == "groups" && TakesGroups) {
-      if (!parseCount(Val, Opts.Groups))
-        return makeError(Who + ": groups must be a positive integer, not '" +
-                         Val + "'");
-      HasGroups = true;
-      continue;
-    }
-    if (Key == "threshold" && Opts.Strategy == ColocateStrategyKind::Merge) {
-      double S;
-      if (!parseDouble(Val, S) || !(S > 0))
-        return makeError(Who +
-                         ": threshold must be a positive number of seconds, "
-                         "not '" +
-                         Val + "'");
-      Opts.Threshold = S;
-      continue;
-    }
-    if (Key == "depth" && Opts.Strategy == ColocateStrategyKind::Scope) {
-      if (!parseCount(Val, Opts.Depth))
-        return makeError(Who + ": depth must be a positive integer, not '" +
-                         Val + "'");
-      continue;
-    }
-    return makeError(Who + ": unknown option '" + Key + "' (" + Known + ")");
-  }
-  if ((Opts.Strategy == ColocateStrategyKind::Merge ||
-       Opts.Strategy == ColocateStrategyKind::METIS) &&
-      !HasGroups)
-    return makeError(Who + ": groups= is required (e.g. strategy=" + Name +
-                     "{groups=64})");
-  return Error::success();
+  Expected<std::vector<std::pair<std::string, std::string>>> Options =
+      splitOptionList(T.getWho(),
+                      Rest.empty() ? Rest : Rest.drop_front().drop_back());
+  if (!Options)
+    return Options.takeError();
+  return T.parse(*Options);
 }
 
-Expected<ColocateOptions>
-ColocatePass::parseOptions(ArrayRef<std::pair<std::string, std::string>> KVs) {
-  ColocateOptions Opts;
-  bool HasStrategy = false;
-  for (const auto &[Key, Value] : KVs) {
-    if (Key != "strategy")
-      return makeError("colocate: unknown option '" + Key +
-                       "' (expected strategy=)");
-    if (HasStrategy)
-      return makeError("colocate: strategy= is given twice");
-    HasStrategy = true;
-    if (Error E = parseStrategy(Value, Opts))
-      return std::move(E);
+/// strategy='s syntax: "tf|merge{groups=N,threshold=S}|...".
+static std::string getStrategyUsage() {
+  std::string S;
+  for (ColocateStrategyKind K :
+       {ColocateStrategyKind::TF, ColocateStrategyKind::Merge,
+        ColocateStrategyKind::METIS, ColocateStrategyKind::Scope}) {
+    ColocateOptions O;
+    std::string Inner = describeStrategy(K, O).getUsage();
+    S += (S.empty() ? "" : "|") + getColocateStrategyName(K).str() +
+         (Inner.empty() ? "" : "{" + Inner + "}");
   }
-  return Opts;
+  return S;
+}
+
+OptionTable ColocatePass::describeOptions(ColocateOptions &O) {
+  OptionTable T(name().str());
+  T.custom(
+       "strategy", getStrategyUsage(),
+       [&O](StringRef Value) { return parseStrategy(Value, O); },
+       [&O] { return std::vector<std::string>{printStrategy(O)}; })
+      .printAlways();
+  return T;
+}
+
+void printColocatePipeline(raw_ostream &OS, const ColocateOptions &Opts) {
+  printPassOptions(OS, ColocatePass::name(), Opts,
+                   ColocatePass::describeOptions);
 }
 
 static std::string formatShare(double Part, double Total) {

@@ -17,10 +17,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "DisjointSets.h"
 #include "dp/Colocate/Colocate.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/IntEqClasses.h"
 
 #include <numeric>
 #include <queue>
@@ -88,7 +88,7 @@ Grouping groupByMerge(const Graph &G, ArrayRef<double> Costs, unsigned Groups,
     Heap.push({Nodes[X].Cost, Nodes[X].FirstOp, X, 0});
   // Sets of merged hint classes; Owner maps a set's representative to the
   // merge node that holds it.
-  DisjointSets Sets(N);
+  IntEqClasses Sets(N);
   std::vector<uint32_t> Owner(N);
   std::iota(Owner.begin(), Owner.end(), 0u);
   unsigned Alive = N;
@@ -112,9 +112,9 @@ Grouping groupByMerge(const Graph &G, ArrayRef<double> Costs, unsigned Groups,
       if (Near)
         --Near;
       else
-        while (Owner[Sets.find(Hints.GroupOf[Near])] == Top.Node)
+        while (Owner[Sets.findLeader(Hints.GroupOf[Near])] == Top.Node)
           ++Near;
-      Into = Owner[Sets.find(Hints.GroupOf[Near])];
+      Into = Owner[Sets.findLeader(Hints.GroupOf[Near])];
     }
 
     // Keep the node with more neighbours and move the other's into it.
@@ -146,14 +146,13 @@ Grouping groupByMerge(const Graph &G, ArrayRef<double> Costs, unsigned Groups,
     K.FirstOp = std::min(K.FirstOp, R.FirstOp);
     ++K.Version;
     Heap.push({K.Cost, K.FirstOp, Keep, K.Version});
-    Sets.join(Keep, Gone);
-    Owner[Sets.find(Keep)] = Keep;
+    Owner[Sets.join(Keep, Gone)] = Keep;
     --Alive;
   }
 
   std::vector<uint32_t> Keys(NumOps);
   for (OpId O = 0; O != NumOps; ++O)
-    Keys[O] = Sets.find(Hints.GroupOf[O]);
+    Keys[O] = Sets.findLeader(Hints.GroupOf[O]);
   return makeGrouping(Keys);
 }
 

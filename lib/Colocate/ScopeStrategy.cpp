@@ -12,10 +12,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "DisjointSets.h"
 #include "dp/Colocate/Colocate.h"
 #include "dp/IR/Annotations.h"
 
+#include "llvm/ADT/IntEqClasses.h"
 #include "llvm/ADT/StringMap.h"
 
 #include <algorithm>
@@ -45,7 +45,7 @@ Grouping groupByScope(const Graph &G, unsigned Depth) {
         (hasHint(G, G.getOp(Named[C])) && !hasHint(G, G.getOp(O))))
       Named[C] = O;
   }
-  DisjointSets Sets(N);
+  IntEqClasses Sets(N);
   std::vector<uint8_t> Scoped(N, 0);
   StringMap<uint32_t> ByScope;
   for (uint32_t C = 0; C != N; ++C) {
@@ -64,21 +64,16 @@ Grouping groupByScope(const Graph &G, unsigned Depth) {
   // outside it; chains of such classes end at a scoped class or at one
   // that no other class reads, which stays a group of its own.
   std::vector<OpId> FirstReader(N, None);
-  for (const Tensor &Tn : G.tensors()) {
-    if (Tn.Producer == NoId)
-      continue;
-    uint32_t From = Hints.GroupOf[Tn.Producer];
-    for (const Use &U : Tn.Uses)
-      if (Hints.GroupOf[U.User] != From)
-        FirstReader[From] = std::min(FirstReader[From], U.User);
-  }
+  forEachCrossGroupUse(G, Hints.GroupOf, [&](uint32_t From, OpId User) {
+    FirstReader[From] = std::min(FirstReader[From], User);
+  });
   for (uint32_t C = 0; C != N; ++C)
     if (!Scoped[C] && FirstReader[C] != None)
       Sets.join(C, Hints.GroupOf[FirstReader[C]]);
 
   std::vector<uint32_t> Keys(G.getNumOps());
   for (OpId O = 0, E = G.getNumOps(); O != E; ++O)
-    Keys[O] = Sets.find(Hints.GroupOf[O]);
+    Keys[O] = Sets.findLeader(Hints.GroupOf[O]);
   return makeGrouping(Keys);
 }
 

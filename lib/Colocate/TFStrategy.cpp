@@ -14,9 +14,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "DisjointSets.h"
 #include "dp/Colocate/Colocate.h"
 
+#include "llvm/ADT/IntEqClasses.h"
 #include "llvm/ADT/STLExtras.h"
 
 using namespace llvm;
@@ -31,23 +31,18 @@ Grouping groupByTF(const Graph &G) {
 
   // Producer -> consumer pairs between hint classes, through activations.
   std::vector<std::pair<uint32_t, uint32_t>> Edges;
-  for (const Tensor &Tn : G.tensors()) {
-    if (Tn.Producer == NoId)
-      continue;
-    uint32_t From = Hints.GroupOf[Tn.Producer];
-    for (const Use &U : Tn.Uses)
-      if (Hints.GroupOf[U.User] != From)
-        Edges.emplace_back(From, Hints.GroupOf[U.User]);
-  }
+  forEachCrossGroupUse(G, Hints.GroupOf, [&](uint32_t From, OpId User) {
+    Edges.emplace_back(From, Hints.GroupOf[User]);
+  });
 
-  DisjointSets Sets(N);
+  IntEqClasses Sets(N);
   std::vector<uint32_t> Consumer(N);
   std::vector<uint8_t> Several(N);
   while (true) {
     // Between groups as they are now, without repeats.
     for (auto &[From, To] : Edges) {
-      From = Sets.find(From);
-      To = Sets.find(To);
+      From = Sets.findLeader(From);
+      To = Sets.findLeader(To);
     }
     llvm::sort(Edges);
     Edges.erase(std::unique(Edges.begin(), Edges.end()), Edges.end());
@@ -69,14 +64,17 @@ Grouping groupByTF(const Graph &G) {
     bool Changed = false;
     for (uint32_t X = 0; X != N; ++X)
       if (Consumer[X] != None && !Several[X])
-        Changed |= Sets.join(X, Consumer[X]);
+        if (Sets.findLeader(X) != Sets.findLeader(Consumer[X])) {
+          Sets.join(X, Consumer[X]);
+          Changed = true;
+        }
     if (!Changed)
       break;
   }
 
   std::vector<uint32_t> Keys(G.getNumOps());
   for (OpId O = 0, E = G.getNumOps(); O != E; ++O)
-    Keys[O] = Sets.find(Hints.GroupOf[O]);
+    Keys[O] = Sets.findLeader(Hints.GroupOf[O]);
   return makeGrouping(Keys);
 }
 

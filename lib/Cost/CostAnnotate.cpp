@@ -12,6 +12,7 @@
 #include "dp/IR/Annotations.h"
 #include "dp/IR/Graph.h"
 #include "dp/Support/Diagnostics.h"
+#include "dp/Support/EnumNames.h"
 #include "dp/Support/Format.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -44,16 +45,14 @@ namespace {
 enum class SourceKind : uint8_t { Roofline, OneDNN, Profile };
 } // namespace
 
+static constexpr EnumEntry<SourceKind> SourceNames[] = {
+    {"roofline", SourceKind::Roofline},
+    {"onednn", SourceKind::OneDNN},
+    {"profile", SourceKind::Profile},
+};
+
 static StringRef getSourceName(SourceKind K) {
-  switch (K) {
-  case SourceKind::Roofline:
-    return "roofline";
-  case SourceKind::OneDNN:
-    return "onednn";
-  case SourceKind::Profile:
-    return "profile";
-  }
-  llvm_unreachable("unknown SourceKind");
+  return getEnumName<SourceKind>(SourceNames, K);
 }
 
 /// Rounds \p V to an integer annotation, saturating where int64 ends.
@@ -281,113 +280,43 @@ Error CostAnnotatePass::run(Graph &G, PassContext &Ctx) {
   return Error::success();
 }
 
-void CostAnnotatePass::printPipeline(raw_ostream &OS) const {
-  OS << name();
-  CostOptions Defaults;
-  std::string Options;
-  raw_string_ostream S(Options);
-  ListSeparator LS(",");
-  if (Opts.Source == CostSourceKind::OneDNN)
-    S << LS << "source=onednn";
-  if (!Opts.ProfilePath.empty())
-    S << LS << "profile=" << Opts.ProfilePath;
-  if (!Opts.ProfileDevice.empty())
-    S << LS << "profile-device=" << Opts.ProfileDevice;
-  if (Opts.ProfileStat == ProfileStatKind::Min)
-    S << LS << "profile-stat=min";
-  else if (Opts.ProfileStat == ProfileStatKind::Mean)
-    S << LS << "profile-stat=mean";
-  if (Opts.Runs != Defaults.Runs)
-    S << LS << "runs=" << Opts.Runs;
-  if (!Opts.CacheDir.empty())
-    S << LS << "cache=" << Opts.CacheDir;
-  if (Opts.MeasureLimit != Defaults.MeasureLimit) {
-    S << LS << "measure-limit=";
-    writeDouble(S, Opts.MeasureLimit);
-  }
-  if (!S.str().empty())
-    OS << '{' << S.str() << '}';
+static constexpr EnumEntry<CostSourceKind> CostSourceNames[] = {
+    {"roofline", CostSourceKind::Roofline},
+    {"onednn", CostSourceKind::OneDNN},
+};
+
+static constexpr EnumEntry<ProfileStatKind> ProfileStatNames[] = {
+    {"median", ProfileStatKind::Median},
+    {"min", ProfileStatKind::Min},
+    {"mean", ProfileStatKind::Mean},
+};
+
+static bool isPositiveFinite(double S) { return S > 0 && std::isfinite(S); }
+
+OptionTable CostAnnotatePass::describeOptions(CostOptions &O) {
+  OptionTable T(name().str());
+  T.choice<CostSourceKind>("source", O.Source, CostSourceNames)
+      .text("profile", O.ProfilePath, "FILE")
+      .text("profile-device", O.ProfileDevice, "TYPE")
+      .choice<ProfileStatKind>("profile-stat", O.ProfileStat, ProfileStatNames)
+      .integer("runs", O.Runs, 1u, 1000u)
+      .text("cache", O.CacheDir, "DIR")
+      .number("measure-limit", O.MeasureLimit, "SECONDS",
+              "a positive number of seconds", isPositiveFinite)
+      .check([&O](const OptionTable &T) -> Error {
+        for (StringRef Key : {"runs", "cache", "measure-limit"})
+          if (T.wasGiven(Key) && O.Source != CostSourceKind::OneDNN)
+            return T.makeError(Key + "= applies to source=onednn only");
+        for (StringRef Key : {"profile-device", "profile-stat"})
+          if (T.wasGiven(Key) && O.ProfilePath.empty())
+            return T.makeError(Key + "= needs profile=<file>");
+        return Error::success();
+      });
+  return T;
 }
 
-Expected<CostOptions> CostAnnotatePass::parseOptions(
-    ArrayRef<std::pair<std::string, std::string>> KVs) {
-  CostOptions Opts;
-  bool OneDNNOnly = false, HasProfileStat = false;
-  std::string OneDNNOption;
-  for (const auto &[Key, Value] : KVs) {
-    if (Key == "source") {
-      if (Value == "roofline")
-        Opts.Source = CostSourceKind::Roofline;
-      else if (Value == "onednn")
-        Opts.Source = CostSourceKind::OneDNN;
-      else
-        return makeError("cost-annotate: source must be roofline or onednn, "
-                         "not '" +
-                         Value + "'");
-      continue;
-    }
-    if (Key == "profile") {
-      Opts.ProfilePath = Value;
-      continue;
-    }
-    if (Key == "profile-device") {
-      Opts.ProfileDevice = Value;
-      continue;
-    }
-    if (Key == "profile-stat") {
-      if (Value == "median")
-        Opts.ProfileStat = ProfileStatKind::Median;
-      else if (Value == "min")
-        Opts.ProfileStat = ProfileStatKind::Min;
-      else if (Value == "mean")
-        Opts.ProfileStat = ProfileStatKind::Mean;
-      else
-        return makeError("cost-annotate: profile-stat must be median, min or "
-                         "mean, not '" +
-                         Value + "'");
-      HasProfileStat = true;
-      continue;
-    }
-    if (Key == "runs") {
-      unsigned N;
-      if (!to_integer(StringRef(Value), N, 10) || N == 0 || N > 1000)
-        return makeError("cost-annotate: runs must be an integer from 1 to "
-                         "1000, not '" +
-                         Value + "'");
-      Opts.Runs = N;
-      OneDNNOnly = true;
-      OneDNNOption = Key;
-      continue;
-    }
-    if (Key == "cache") {
-      Opts.CacheDir = Value;
-      OneDNNOnly = true;
-      OneDNNOption = Key;
-      continue;
-    }
-    if (Key == "measure-limit") {
-      double S;
-      if (!parseDouble(Value, S) || !(S > 0) || std::isinf(S))
-        return makeError("cost-annotate: measure-limit must be a positive "
-                         "number of seconds, not '" +
-                         Value + "'");
-      Opts.MeasureLimit = S;
-      OneDNNOnly = true;
-      OneDNNOption = Key;
-      continue;
-    }
-    return makeError("cost-annotate: unknown option '" + Key +
-                     "' (expected source=, profile=, profile-device=, "
-                     "profile-stat=, runs=, cache= or measure-limit=)");
-  }
-  if (OneDNNOnly && Opts.Source != CostSourceKind::OneDNN)
-    return makeError("cost-annotate: " + OneDNNOption +
-                     "= applies to source=onednn only");
-  if (!Opts.ProfileDevice.empty() && Opts.ProfilePath.empty())
-    return makeError("cost-annotate: profile-device= needs profile=<file>");
-  if (HasProfileStat && Opts.ProfilePath.empty())
-    return makeError("cost-annotate: profile-stat= needs profile=<file>");
-  return Opts;
+void CostAnnotatePass::printPipeline(raw_ostream &OS) const {
+  printPassOptions(OS, name(), Opts, describeOptions);
 }
 
 } // namespace dp

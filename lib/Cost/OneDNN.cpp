@@ -17,6 +17,7 @@
 
 #include "dp/Cost/OneDNN.h"
 #include "dp/Support/Diagnostics.h"
+#include "dp/Support/EnumNames.h"
 #include "dp/Support/FileOutput.h"
 #include "dp/Support/Format.h"
 
@@ -96,46 +97,29 @@ struct Problem {
 };
 } // namespace
 
+static constexpr EnumEntry<PrimKind> PrimKindNames[] = {
+    {"conv_fwd", PrimKind::ConvFwd},
+    {"conv_bwd_data", PrimKind::ConvBwdData},
+    {"conv_bwd_weights", PrimKind::ConvBwdWeights},
+    {"deconv_fwd", PrimKind::DeconvFwd},
+    {"matmul", PrimKind::MatMul},
+    {"pooling", PrimKind::Pooling},
+    {"eltwise", PrimKind::Eltwise},
+    {"binary", PrimKind::Binary},
+    {"sum", PrimKind::Sum},
+    {"softmax", PrimKind::Softmax},
+    {"logsoftmax", PrimKind::LogSoftmax},
+    {"layer_norm", PrimKind::LayerNorm},
+    {"batch_norm", PrimKind::BatchNorm},
+    {"reduction", PrimKind::Reduction},
+    {"lstm", PrimKind::LSTM},
+    {"gru", PrimKind::GRU},
+    {"lbr_gru", PrimKind::LbrGRU},
+    {"rnn", PrimKind::VanillaRNN},
+};
+
 static StringRef getPrimKindName(PrimKind K) {
-  switch (K) {
-  case PrimKind::ConvFwd:
-    return "conv_fwd";
-  case PrimKind::ConvBwdData:
-    return "conv_bwd_data";
-  case PrimKind::ConvBwdWeights:
-    return "conv_bwd_weights";
-  case PrimKind::DeconvFwd:
-    return "deconv_fwd";
-  case PrimKind::MatMul:
-    return "matmul";
-  case PrimKind::Pooling:
-    return "pooling";
-  case PrimKind::Eltwise:
-    return "eltwise";
-  case PrimKind::Binary:
-    return "binary";
-  case PrimKind::Sum:
-    return "sum";
-  case PrimKind::Softmax:
-    return "softmax";
-  case PrimKind::LogSoftmax:
-    return "logsoftmax";
-  case PrimKind::LayerNorm:
-    return "layer_norm";
-  case PrimKind::BatchNorm:
-    return "batch_norm";
-  case PrimKind::Reduction:
-    return "reduction";
-  case PrimKind::LSTM:
-    return "lstm";
-  case PrimKind::GRU:
-    return "gru";
-  case PrimKind::LbrGRU:
-    return "lbr_gru";
-  case PrimKind::VanillaRNN:
-    return "rnn";
-  }
-  llvm_unreachable("unknown PrimKind");
+  return getEnumName<PrimKind>(PrimKindNames, K);
 }
 
 std::string Problem::getSignature() const {

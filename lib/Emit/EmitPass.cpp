@@ -66,57 +66,64 @@ static int lookupFormat(StringRef Name) {
   return -1;
 }
 
-Expected<EmitOptions>
-EmitPass::parseOptions(ArrayRef<std::pair<std::string, std::string>> KVs) {
-  EmitOptions Opts;
-  bool Any = false;
-  for (const auto &[Key, Value] : KVs) {
-    if (Key == "format") {
-      SmallVector<StringRef, 8> Names;
-      StringRef(Value).split(Names, '+');
-      for (StringRef Name : Names) {
-        int F = lookupFormat(Name.trim());
-        if (F < 0)
-          return makeError("emit: unknown format '" + Name.trim() +
-                           "' (formats: " + listFormats() +
-                           "; join several with '+')");
-        Opts.Formats[F] = true;
-        Any = true;
-      }
-      continue;
-    }
-    if (Key == "out") {
-      Opts.Out = Value;
-      continue;
-    }
-    if (Key == "model") {
-      Opts.Model = Value;
-      continue;
-    }
-    if (Key == "render") {
-      if (Value != "svg")
-        return makeError("emit: render takes 'svg' (Graphviz renders the "
-                         "dot format to SVG), not '" +
-                         Value + "'");
-      Opts.RenderSVG = true;
-      Opts.Formats[unsigned(EmitFormatKind::Dot)] = true;
-      Any = true;
-      continue;
-    }
-    int F = lookupFormat(Key);
-    if (F < 0)
-      return makeError("emit: unknown option '" + Key +
-                       "' (expected format=, out=, model=, render=svg, or "
-                       "a format's name with its file: " +
-                       listFormats() + ")");
-    Opts.Formats[F] = true;
-    Opts.Paths[F] = Value;
-    Any = true;
-  }
-  if (!Any)
-    return makeError("emit: name what to write with format=F+F... (" +
-                     listFormats() + ")");
-  return Opts;
+OptionTable EmitPass::describeOptions(EmitOptions &O) {
+  OptionTable T(name().str());
+  std::string FormatUsage;
+  for (const FormatInfo &F : Formats)
+    FormatUsage += (FormatUsage.empty() ? "" : "+") + F.Name.str();
+  // The options print back in printPipeline's own form (F=FILE among
+  // them), so the table only parses.
+  auto NoPrint = [] { return std::vector<std::string>(); };
+  T.custom(
+       "format", FormatUsage,
+       [&O](StringRef Value) -> Error {
+         SmallVector<StringRef, 8> Names;
+         Value.split(Names, '+');
+         for (StringRef Name : Names) {
+           int F = lookupFormat(Name.trim());
+           if (F < 0)
+             return makeError("unknown format '" + Name.trim() +
+                              "' (formats: " + listFormats() +
+                              "; join several with '+')");
+           O.Formats[F] = true;
+         }
+         return Error::success();
+       },
+       NoPrint)
+      .text("out", O.Out, "PREFIX|DIR/")
+      .text("model", O.Model, "FILE")
+      .custom(
+          "render", "svg",
+          [&O](StringRef Value) -> Error {
+            if (Value != "svg")
+              return makeError("render takes 'svg' (Graphviz renders the "
+                               "dot format to SVG), not '" +
+                               Value + "'");
+            O.RenderSVG = true;
+            O.Formats[unsigned(EmitFormatKind::Dot)] = true;
+            return Error::success();
+          },
+          NoPrint)
+      .otherKeys("FORMAT=FILE",
+                 [&O](StringRef Key, StringRef Value) -> Error {
+                   int F = lookupFormat(Key);
+                   if (F < 0)
+                     return makeError(
+                         "emit: unknown option '" + Key +
+                         "' (expected format=, out=, model=, render=svg, or "
+                         "a format's name with its file: " +
+                         listFormats() + ")");
+                   O.Formats[F] = true;
+                   O.Paths[F] = Value.str();
+                   return Error::success();
+                 })
+      .check([&O](const OptionTable &T) -> Error {
+        if (!is_contained(O.Formats, true))
+          return T.makeError("name what to write with format=F+F... (" +
+                             listFormats() + ")");
+        return Error::success();
+      });
+  return T;
 }
 
 void EmitPass::printPipeline(raw_ostream &OS) const {

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dp/IR/Attribute.h"
+#include "dp/Support/EnumNames.h"
 
 #include "llvm/ADT/STLExtras.h"
 
@@ -14,34 +15,17 @@ using namespace llvm;
 
 namespace dp {
 
+static constexpr EnumEntry<AttrKind> AttrKindNames[] = {
+    {"int", AttrKind::Int},       {"float", AttrKind::Float},
+    {"string", AttrKind::String}, {"ints", AttrKind::Ints},
+    {"floats", AttrKind::Floats}, {"strings", AttrKind::Strings},
+    {"tensor", AttrKind::Tensor}, {"tensors", AttrKind::Tensors},
+    {"graph", AttrKind::Graph},   {"graphs", AttrKind::Graphs},
+    {"type", AttrKind::Type},     {"types", AttrKind::Types},
+};
+
 StringRef getAttrKindName(AttrKind K) {
-  switch (K) {
-  case AttrKind::Int:
-    return "int";
-  case AttrKind::Float:
-    return "float";
-  case AttrKind::String:
-    return "string";
-  case AttrKind::Ints:
-    return "ints";
-  case AttrKind::Floats:
-    return "floats";
-  case AttrKind::Strings:
-    return "strings";
-  case AttrKind::Tensor:
-    return "tensor";
-  case AttrKind::Tensors:
-    return "tensors";
-  case AttrKind::Graph:
-    return "graph";
-  case AttrKind::Graphs:
-    return "graphs";
-  case AttrKind::Type:
-    return "type";
-  case AttrKind::Types:
-    return "types";
-  }
-  llvm_unreachable("unknown AttrKind");
+  return getEnumName<AttrKind>(AttrKindNames, K);
 }
 
 bool Attribute::isList() const {

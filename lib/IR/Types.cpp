@@ -5,73 +5,35 @@
 //===----------------------------------------------------------------------===//
 
 #include "dp/IR/Types.h"
+#include "dp/Support/EnumNames.h"
 
-#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/MathExtras.h"
 
 using namespace llvm;
 
 namespace dp {
 
+static constexpr EnumEntry<DTypeKind> DTypeNames[] = {
+    {"?", DTypeKind::Undefined},   {"f32", DTypeKind::F32},
+    {"u8", DTypeKind::U8},         {"i8", DTypeKind::I8},
+    {"u16", DTypeKind::U16},       {"i16", DTypeKind::I16},
+    {"i32", DTypeKind::I32},       {"i64", DTypeKind::I64},
+    {"string", DTypeKind::String}, {"bool", DTypeKind::Bool},
+    {"f16", DTypeKind::F16},       {"f64", DTypeKind::F64},
+    {"u32", DTypeKind::U32},       {"u64", DTypeKind::U64},
+    {"c64", DTypeKind::C64},       {"c128", DTypeKind::C128},
+    {"bf16", DTypeKind::BF16},
+};
+
 StringRef getDTypeName(DTypeKind K) {
-  switch (K) {
-  case DTypeKind::Undefined:
-    return "?";
-  case DTypeKind::F32:
-    return "f32";
-  case DTypeKind::U8:
-    return "u8";
-  case DTypeKind::I8:
-    return "i8";
-  case DTypeKind::U16:
-    return "u16";
-  case DTypeKind::I16:
-    return "i16";
-  case DTypeKind::I32:
-    return "i32";
-  case DTypeKind::I64:
-    return "i64";
-  case DTypeKind::String:
-    return "string";
-  case DTypeKind::Bool:
-    return "bool";
-  case DTypeKind::F16:
-    return "f16";
-  case DTypeKind::F64:
-    return "f64";
-  case DTypeKind::U32:
-    return "u32";
-  case DTypeKind::U64:
-    return "u64";
-  case DTypeKind::C64:
-    return "c64";
-  case DTypeKind::C128:
-    return "c128";
-  case DTypeKind::BF16:
-    return "bf16";
-  }
-  llvm_unreachable("unknown DTypeKind");
+  return getEnumName<DTypeKind>(DTypeNames, K);
 }
 
 Optional<DTypeKind> parseDTypeName(StringRef Name) {
-  return StringSwitch<Optional<DTypeKind>>(Name)
-      .Case("f32", DTypeKind::F32)
-      .Case("u8", DTypeKind::U8)
-      .Case("i8", DTypeKind::I8)
-      .Case("u16", DTypeKind::U16)
-      .Case("i16", DTypeKind::I16)
-      .Case("i32", DTypeKind::I32)
-      .Case("i64", DTypeKind::I64)
-      .Case("string", DTypeKind::String)
-      .Case("bool", DTypeKind::Bool)
-      .Case("f16", DTypeKind::F16)
-      .Case("f64", DTypeKind::F64)
-      .Case("u32", DTypeKind::U32)
-      .Case("u64", DTypeKind::U64)
-      .Case("c64", DTypeKind::C64)
-      .Case("c128", DTypeKind::C128)
-      .Case("bf16", DTypeKind::BF16)
-      .Default(None);
+  // "?" names no type a file may spell.
+  if (Name == getDTypeName(DTypeKind::Undefined))
+    return None;
+  return parseEnumName<DTypeKind>(DTypeNames, Name);
 }
 
 unsigned getDTypeSize(DTypeKind K) {

@@ -1822,27 +1822,6 @@ Error ImportONNXPass::run(Graph &G, PassContext &Ctx) {
   return Error::success();
 }
 
-void ImportONNXPass::printPipeline(raw_ostream &OS) const {
-  OS << name();
-  if (Opts.empty())
-    return;
-  OS << '{';
-  ListSeparator LS(",");
-  if (Opts.Batch)
-    OS << LS << "batch=" << *Opts.Batch;
-  for (const auto &[Name, Value] : Opts.Dims)
-    OS << LS << "dim=" << Name << ':' << Value;
-  for (const auto &[Name, Dims] : Opts.Shapes) {
-    OS << LS << "shape=" << Name << ':';
-    ListSeparator X("x");
-    for (int64_t D : Dims)
-      OS << X << D;
-  }
-  for (const auto &[Name, Value] : Opts.Values)
-    OS << LS << "value=" << Name << ':' << Value;
-  OS << '}';
-}
-
 /// Whether \p Text can be the value of import-onnx{value=}: a finite
 /// number, true or false (checked against the input's type at import).
 static bool isValueText(StringRef Text) {
@@ -1851,69 +1830,116 @@ static bool isValueText(StringRef Text) {
          (!Text.getAsDouble(D) && std::isfinite(D));
 }
 
-Expected<ImportOptions> ImportONNXPass::parseOptions(
-    ArrayRef<std::pair<std::string, std::string>> KVs) {
-  ImportOptions Opts;
-  for (const auto &[Key, Value] : KVs) {
-    if (Key == "batch") {
-      int64_t N;
-      if (!to_integer(StringRef(Value), N, 10) || N <= 0)
-        return makeError("import-onnx: batch must be a positive integer, "
-                         "not '" + Value + "'");
-      Opts.Batch = N;
-      continue;
-    }
-    if (Key == "dim") {
-      auto [Name, Size] = StringRef(Value).rsplit(':');
-      int64_t N;
-      if (Name.empty() || Size.empty() || !to_integer(Size, N, 10) || N <= 0)
-        return makeError("import-onnx: dim takes NAME:N with N a positive "
-                         "integer, not '" + Value + "'");
-      Opts.Dims.emplace_back(Name.str(), N);
-      continue;
-    }
-    if (Key == "shape") {
-      auto [Name, Text] = StringRef(Value).rsplit(':');
-      std::vector<int64_t> Dims;
-      SmallVector<StringRef, 4> Parts;
-      Text.split(Parts, 'x');
-      bool OK = !Name.empty() && !Text.empty();
-      for (StringRef P : Parts) {
-        int64_t N;
-        if (!to_integer(P, N, 10) || N <= 0) {
-          OK = false;
-          break;
-        }
-        Dims.push_back(N);
-      }
-      if (!OK)
-        return makeError("import-onnx: shape takes NAME:D0xD1x... with each "
-                         "D a positive integer, not '" + Value + "'");
-      for (const auto &S : Opts.Shapes)
-        if (S.first == Name)
-          return makeError("import-onnx: shape= is given twice for input '" +
-                           Name + "'");
-      Opts.Shapes.emplace_back(Name.str(), std::move(Dims));
-      continue;
-    }
-    if (Key == "value") {
-      auto [Name, Text] = StringRef(Value).rsplit(':');
-      if (Name.empty() || Text.empty() || !isValueText(Text))
-        return makeError("import-onnx: value takes NAME:V with V a number, "
-                         "true or false, not '" +
-                         Value + "'");
-      for (const auto &V : Opts.Values)
-        if (V.first == Name)
-          return makeError("import-onnx: value= is given twice for input '" +
-                           Name + "'");
-      Opts.Values.emplace_back(Name.str(), Text.str());
-      continue;
-    }
-    return makeError("import-onnx: unknown option '" + Key +
-                     "' (expected batch=N, dim=NAME:N, "
-                     "shape=NAME:D0xD1x... or value=NAME:V)");
+/// Parses "D0xD1x..." with every D positive.
+static Optional<std::vector<int64_t>> parseDims(StringRef Text) {
+  std::vector<int64_t> Dims;
+  SmallVector<StringRef, 4> Parts;
+  Text.split(Parts, 'x');
+  for (StringRef P : Parts) {
+    int64_t N;
+    if (!to_integer(P, N, 10) || N <= 0)
+      return None;
+    Dims.push_back(N);
   }
-  return Opts;
+  return Dims;
+}
+
+/// Fails when \p Named already has an entry for the input \p Name.
+template <typename T>
+static Error checkOnce(const std::vector<std::pair<std::string, T>> &Named,
+                       StringRef Key, StringRef Name) {
+  for (const auto &Entry : Named)
+    if (Entry.first == Name)
+      return makeError(Key + "= is given twice for input '" + Name + "'");
+  return Error::success();
+}
+
+OptionTable ImportONNXPass::describeOptions(ImportOptions &O) {
+  OptionTable T(name().str());
+  T.custom(
+       "batch", "N",
+       [&O](StringRef Value) -> Error {
+         int64_t N;
+         if (!to_integer(Value, N, 10) || N <= 0)
+           return makeError("batch must be a positive integer, not '" + Value +
+                            "'");
+         O.Batch = N;
+         return Error::success();
+       },
+       [&O] {
+         return O.Batch ? std::vector<std::string>{std::to_string(*O.Batch)}
+                        : std::vector<std::string>{};
+       })
+      .custom(
+          "dim", "NAME:N",
+          [&O](StringRef Value) -> Error {
+            auto [Name, Size] = Value.rsplit(':');
+            int64_t N;
+            if (Name.empty() || Size.empty() || !to_integer(Size, N, 10) ||
+                N <= 0)
+              return makeError("dim takes NAME:N with N a positive integer, "
+                               "not '" +
+                               Value + "'");
+            O.Dims.emplace_back(Name.str(), N);
+            return Error::success();
+          },
+          [&O] {
+            std::vector<std::string> V;
+            for (const auto &[Name, Size] : O.Dims)
+              V.push_back(Name + ":" + std::to_string(Size));
+            return V;
+          })
+      .repeatable()
+      .custom(
+          "shape", "NAME:D0xD1x...",
+          [&O](StringRef Value) -> Error {
+            auto [Name, Text] = Value.rsplit(':');
+            Optional<std::vector<int64_t>> Dims = parseDims(Text);
+            if (Name.empty() || Text.empty() || !Dims)
+              return makeError("shape takes NAME:D0xD1x... with each D a "
+                               "positive integer, not '" +
+                               Value + "'");
+            if (Error E = checkOnce(O.Shapes, "shape", Name))
+              return E;
+            O.Shapes.emplace_back(Name.str(), std::move(*Dims));
+            return Error::success();
+          },
+          [&O] {
+            std::vector<std::string> V;
+            for (const auto &[Name, Dims] : O.Shapes) {
+              std::string S = Name + ":";
+              for (size_t I = 0; I != Dims.size(); ++I)
+                S += (I ? "x" : "") + std::to_string(Dims[I]);
+              V.push_back(std::move(S));
+            }
+            return V;
+          })
+      .repeatable()
+      .custom(
+          "value", "NAME:V",
+          [&O](StringRef Value) -> Error {
+            auto [Name, Text] = Value.rsplit(':');
+            if (Name.empty() || Text.empty() || !isValueText(Text))
+              return makeError("value takes NAME:V with V a number, true or "
+                               "false, not '" +
+                               Value + "'");
+            if (Error E = checkOnce(O.Values, "value", Name))
+              return E;
+            O.Values.emplace_back(Name.str(), Text.str());
+            return Error::success();
+          },
+          [&O] {
+            std::vector<std::string> V;
+            for (const auto &[Name, Text] : O.Values)
+              V.push_back(Name + ":" + Text);
+            return V;
+          })
+      .repeatable();
+  return T;
+}
+
+void ImportONNXPass::printPipeline(raw_ostream &OS) const {
+  printPassOptions(OS, name(), Opts, describeOptions);
 }
 
 } // namespace dp

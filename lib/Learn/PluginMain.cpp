@@ -33,11 +33,8 @@ static bool search(const char *Algo, const LearnTask &T,
                    size_t NumOptions, SearchResult &Result,
                    std::vector<std::pair<DiagLocation, std::string>> &Errors) {
   SearchFn Fn = StringSwitch<SearchFn>(Algo)
-                    .Case("mars", searchMars)
-                    .Case("placeto", searchPlaceto)
-                    .Case("colocrl", searchColocRL)
-                    .Case("hierarchical", searchHierarchical)
-                    .Case("eagle", searchEAGLE)
+#define LEARNED_PLACER(NAME, ID, PARAMS, DESCRIPTION) .Case(NAME, search##ID)
+#include "dp/Learn/LearnedPlacers.def"
                     .Default(nullptr);
   if (!Fn) {
     Errors.emplace_back(DiagLocation(),

@@ -27,9 +27,8 @@ namespace dp {
 ArrayRef<PassInfo> getRegisteredPasses() {
   static const PassInfo Passes[] = {
 #define GRAPH_PASS(NAME, CREATE_PASS, DESCRIPTION) {NAME, "", DESCRIPTION},
-#define GRAPH_PASS_WITH_PARAMS(NAME, CREATE_PASS, PARSER, PARAMS,            \
-                               DESCRIPTION)                                  \
-  {NAME, PARAMS, DESCRIPTION},
+#define GRAPH_PASS_WITH_OPTIONS(NAME, PASS, OPTIONS, DESCRIPTION)              \
+  {NAME, getPassOptionUsage<OPTIONS>(PASS::describeOptions), DESCRIPTION},
 #include "PassRegistry.def"
   };
   return Passes;
@@ -40,7 +39,7 @@ void printPassNames(raw_ostream &OS) {
   for (const PassInfo &P : getRegisteredPasses()) {
     std::string Head = P.Name.str();
     if (!P.Params.empty())
-      Head += "{" + P.Params.str() + "}";
+      Head += "{" + P.Params + "}";
     OS << "  " << format("%-32s", Head.c_str()) << ' ' << P.Description
        << '\n';
   }
@@ -183,14 +182,13 @@ static Error addPass(PassManager &PM, const PipelineElement &E) {
     PM.addPass(CREATE_PASS);                                                 \
     return Error::success();                                                 \
   }
-#define GRAPH_PASS_WITH_PARAMS(NAME, CREATE_PASS, PARSER, PARAMS,            \
-                               DESCRIPTION)                                  \
-  if (E.Name == NAME) {                                                      \
-    auto Opts = PARSER(E.Options);                                           \
-    if (!Opts)                                                               \
-      return Opts.takeError();                                               \
-    PM.addPass(CREATE_PASS(std::move(*Opts)));                               \
-    return Error::success();                                                 \
+#define GRAPH_PASS_WITH_OPTIONS(NAME, PASS, OPTIONS, DESCRIPTION)              \
+  if (E.Name == NAME) {                                                        \
+    Expected<OPTIONS> Opts = PASS::parseOptions(E.Options);                    \
+    if (!Opts)                                                                 \
+      return Opts.takeError();                                                 \
+    PM.addPass(PASS(std::move(*Opts)));                                        \
+    return Error::success();                                                   \
   }
 #include "PassRegistry.def"
   return makeError("unknown pass '" + E.Name +

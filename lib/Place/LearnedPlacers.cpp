@@ -223,38 +223,6 @@ getSearchOptions(const PlaceOptions &Opts,
   return S;
 }
 
-/// Runs the learned placer \p Algo on \p T (by default, P's task).
-static Expected<std::vector<uint32_t>>
-placeLearned(const PlacementProblem &P, const PlaceOptions &Opts,
-             StringRef Algo,
-             function_ref<LearnTask(LearnTask)> Adapt = nullptr) {
-  std::vector<std::pair<std::string, std::string>> Own;
-  Expected<SearchOptions> S = getSearchOptions(Opts, Own);
-  if (!S)
-    return S.takeError();
-  LearnTask T = buildLearnTask(P);
-  if (Adapt)
-    T = Adapt(std::move(T));
-  Expected<SearchResult> R = runLearnedPlacer(Algo, T, *S, Own);
-  if (!R)
-    return R.takeError();
-  if (!S->SaveFile.empty())
-    if (Error E = writeFileAtomically(
-            S->SaveFile, [&](raw_ostream &OS) { OS << R->SavedPolicy; }))
-      return std::move(E);
-  if (Opts.Curve)
-    *Opts.Curve = std::move(R->Curve);
-  if (R->BestEval.OutOfMemory)
-    return makeNoFitErrorFromSim(P, Opts.Algo, R->Best,
-                                 P.simulate(R->Best));
-  return std::move(R->Best);
-}
-
-Expected<std::vector<uint32_t>> placeMars(const PlacementProblem &P,
-                                          const PlaceOptions &Opts) {
-  return placeLearned(P, Opts, "mars");
-}
-
 /// Placeto's raw features (its section 2.2) of a unit are its run time and
 /// the size of its outputs: of buildLearnTask's row, the compute time on
 /// the fastest device (F[9]) and the output bytes (F[11]), log-scaled.
@@ -272,24 +240,38 @@ static LearnTask getPlacetoTask(LearnTask T) {
   return T;
 }
 
-Expected<std::vector<uint32_t>> placePlaceto(const PlacementProblem &P,
-                                             const PlaceOptions &Opts) {
-  return placeLearned(P, Opts, "placeto", getPlacetoTask);
+/// Runs the learned placer \p Algo on P's task (Placeto's features are
+/// its own).
+static Expected<std::vector<uint32_t>> placeLearned(const PlacementProblem &P,
+                                                    const PlaceOptions &Opts,
+                                                    StringRef Algo) {
+  std::vector<std::pair<std::string, std::string>> Own;
+  Expected<SearchOptions> S = getSearchOptions(Opts, Own);
+  if (!S)
+    return S.takeError();
+  LearnTask T = buildLearnTask(P);
+  if (Algo == "placeto")
+    T = getPlacetoTask(std::move(T));
+  Expected<SearchResult> R = runLearnedPlacer(Algo, T, *S, Own);
+  if (!R)
+    return R.takeError();
+  if (!S->SaveFile.empty())
+    if (Error E = writeFileAtomically(
+            S->SaveFile, [&](raw_ostream &OS) { OS << R->SavedPolicy; }))
+      return std::move(E);
+  if (Opts.Curve)
+    *Opts.Curve = std::move(R->Curve);
+  if (R->BestEval.OutOfMemory)
+    return makeNoFitErrorFromSim(P, Opts.Algo, R->Best,
+                                 P.simulate(R->Best));
+  return std::move(R->Best);
 }
 
-Expected<std::vector<uint32_t>> placeColocRL(const PlacementProblem &P,
-                                             const PlaceOptions &Opts) {
-  return placeLearned(P, Opts, "colocrl");
-}
-
-Expected<std::vector<uint32_t>> placeHierarchical(const PlacementProblem &P,
-                                                  const PlaceOptions &Opts) {
-  return placeLearned(P, Opts, "hierarchical");
-}
-
-Expected<std::vector<uint32_t>> placeEAGLE(const PlacementProblem &P,
-                                           const PlaceOptions &Opts) {
-  return placeLearned(P, Opts, "eagle");
-}
+#define LEARNED_PLACER(NAME, ID, PARAMS, DESCRIPTION)                          \
+  Expected<std::vector<uint32_t>> place##ID(const PlacementProblem &P,         \
+                                            const PlaceOptions &Opts) {        \
+    return placeLearned(P, Opts, NAME);                                        \
+  }
+#include "dp/Learn/LearnedPlacers.def"
 
 } // namespace dp

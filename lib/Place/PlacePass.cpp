@@ -114,60 +114,49 @@ bool PlacePass::setDriverOption(StringRef Key, StringRef Value) {
   return true;
 }
 
-Expected<PlaceOptions>
-PlacePass::parseOptions(ArrayRef<std::pair<std::string, std::string>> KVs) {
-  PlaceOptions Opts;
-  std::vector<std::pair<std::string, std::string>> Rest;
-  for (const auto &[Key, Value] : KVs) {
-    if (Key == "algo") {
-      if (!lookupPlacer(Value)) {
-        std::string Names;
-        for (const PlacerInfo &P : getPlacers())
-          Names += (Names.empty() ? "" : ", ") + P.Name.str();
-        return makeError("place: unknown algo '" + Value +
-                         "' (available: " + Names + ")");
-      }
-      Opts.Algo = Value;
-      continue;
-    }
-    if (Key == "seconds") {
-      double S;
-      if (!to_float(Value, S) || !(S > 0) || !std::isfinite(S))
-        return makeError(
-            "place: seconds must be a positive, finite number, not '" + Value +
-            "'");
-      Opts.Seconds = S;
-      continue;
-    }
-    if (Key == "curve") {
-      Opts.CurveFile = Value;
-      continue;
-    }
-    if (Key == "evals") {
-      uint64_t N;
-      if (!to_integer(StringRef(Value), N, 10) || N == 0)
-        return makeError("place: evals must be a positive integer, not '" +
-                         Value + "'");
-      Opts.Evaluations = N;
-      continue;
-    }
-    Rest.emplace_back(Key, Value);
-  }
-  // The placer's own options, checked once the placer is known.
-  const PlacerInfo *Placer = lookupPlacer(Opts.Algo);
-  SmallVector<StringRef, 4> Known = getParamNames(Placer->Params);
-  for (const auto &[Key, Value] : Rest) {
-    if (!is_contained(Known, Key))
-      return makeError("place: unknown option '" + Key + "' for algo=" +
-                       Opts.Algo +
-                       (Placer->Params.empty()
-                            ? Twine(" (it takes none besides seconds= and "
-                                    "evals=)")
-                            : " (expected algo=, seconds=, evals= or " +
-                                  Placer->Params + ")"));
-    Opts.Extra.emplace_back(Key, Value);
-  }
-  return Opts;
+static bool isPositiveFinite(double S) { return S > 0 && std::isfinite(S); }
+
+OptionTable PlacePass::describeOptions(PlaceOptions &O) {
+  OptionTable T(name().str());
+  T.custom(
+       "algo", "NAME",
+       [&O](StringRef Value) -> Error {
+         if (!lookupPlacer(Value)) {
+           std::string Names;
+           for (const PlacerInfo &P : getPlacers())
+             Names += (Names.empty() ? "" : ", ") + P.Name.str();
+           return makeError("unknown algo '" + Value +
+                            "' (available: " + Names + ")");
+         }
+         O.Algo = Value.str();
+         return Error::success();
+       },
+       [&O] { return std::vector<std::string>{O.Algo}; })
+      .number("seconds", O.Seconds, "S", "a positive, finite number",
+              isPositiveFinite)
+      .integer("evals", O.Evaluations, uint64_t(1),
+               std::numeric_limits<uint64_t>::max())
+      .text("curve", O.CurveFile, "FILE")
+      // The placer's own options, checked once the placer is known.
+      .otherKeys("...",
+                 [&O](StringRef Key, StringRef Value) {
+                   O.Extra.emplace_back(Key.str(), Value.str());
+                   return Error::success();
+                 })
+      .check([&O](const OptionTable &T) -> Error {
+        const PlacerInfo *Placer = lookupPlacer(O.Algo);
+        SmallVector<StringRef, 4> Known = getParamNames(Placer->Params);
+        for (const auto &KV : O.Extra)
+          if (!is_contained(Known, KV.first))
+            return T.makeError(
+                "unknown option '" + KV.first + "' for algo=" + O.Algo +
+                (Placer->Params.empty()
+                     ? Twine(" (it takes none besides seconds= and evals=)")
+                     : " (expected algo=, seconds=, evals= or " +
+                           Placer->Params + ")"));
+        return Error::success();
+      });
+  return T;
 }
 
 } // namespace dp

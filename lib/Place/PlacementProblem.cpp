@@ -10,7 +10,6 @@
 #include "dp/Support/Format.h"
 
 #include "llvm/ADT/DenseMap.h"
-#include "llvm/ADT/EquivalenceClasses.h"
 
 #include <algorithm>
 #include <queue>
@@ -23,46 +22,17 @@ namespace dp {
 /// annotations when every op has one, else from colocate hints.
 static std::vector<uint32_t> computeUnits(const Graph &G) {
   unsigned N = G.getNumOps();
-  std::vector<uint32_t> Key(N);
   bool AllGrouped = N > 0;
-  for (OpId O = 0; O != N && AllGrouped; ++O) {
-    if (!ann::get(G.getOp(O), ann::Group)) {
-      AllGrouped = false;
-      break;
-    }
-  }
-  if (AllGrouped) {
-    DenseMap<int64_t, uint32_t> Dense;
-    for (OpId O = 0; O != N; ++O) {
-      int64_t Group = *ann::get(G.getOp(O), ann::Group);
-      Key[O] = Dense.try_emplace(Group, Dense.size()).first->second;
-    }
-    return Key;
-  }
-  // Union-find over colocate hints; the leader of each class is its first
-  // op, so numbering by leader follows graph order.
-  std::vector<uint32_t> Parent(N);
-  for (OpId O = 0; O != N; ++O)
-    Parent[O] = O;
-  auto Find = [&](uint32_t X) {
-    while (Parent[X] != X)
-      X = Parent[X] = Parent[Parent[X]];
-    return X;
-  };
+  for (OpId O = 0; O != N && AllGrouped; ++O)
+    AllGrouped = bool(ann::get(G.getOp(O), ann::Group));
+  if (!AllGrouped)
+    return getHintClasses(G).GroupOf;
+  std::vector<uint32_t> Key(N);
+  DenseMap<int64_t, uint32_t> Dense;
   for (OpId O = 0; O != N; ++O) {
-    Optional<StringRef> Hint = ann::get(G.getOp(O), ann::Colocate);
-    if (!Hint)
-      continue;
-    OpId Other = G.lookupOp(*Hint);
-    if (Other == NoId)
-      continue;
-    uint32_t RA = Find(O), RB = Find(Other);
-    if (RA != RB)
-      Parent[std::max(RA, RB)] = std::min(RA, RB);
+    int64_t Group = *ann::get(G.getOp(O), ann::Group);
+    Key[O] = Dense.try_emplace(Group, Dense.size()).first->second;
   }
-  DenseMap<uint32_t, uint32_t> Dense;
-  for (OpId O = 0; O != N; ++O)
-    Key[O] = Dense.try_emplace(Find(O), Dense.size()).first->second;
   return Key;
 }
 
@@ -96,47 +66,14 @@ Expected<PlacementProblem> PlacementProblem::build(const Graph &G,
 
   P.UnitTime.assign(size_t(U) * D, 0.0);
   P.UnitMemory.assign(U, 0);
+  std::vector<uint64_t> OpMemory = getOpMemory(G);
   for (OpId O = 0; O != N; ++O) {
     unsigned Unit = P.UnitOf[O];
     for (unsigned Dev = 0; Dev != D; ++Dev)
       P.UnitTime[size_t(Unit) * D + Dev] += P.SG->getTime(O, Dev);
-    const Op &Node = G.getOp(O);
-    if (Optional<int64_t> Bytes = ann::get(Node, ann::PersistentBytes))
-      if (*Bytes > 0)
-        P.UnitMemory[Unit] += uint64_t(*Bytes);
-    for (TensorId T : Node.Results)
-      if (T != NoId)
-        P.UnitMemory[Unit] +=
-            G.getTensor(T).Type.getSizeInBytes().getValueOr(0);
+    P.UnitMemory[Unit] += OpMemory[O];
   }
-
-  // Edges: from the unit that holds a tensor first (its producer, or for
-  // weights and inputs its first reader) to every other unit reading it.
-  DenseMap<uint64_t, uint64_t> EdgeBytes;
-  for (TensorId T = 0, E = G.getNumTensors(); T != E; ++T) {
-    const Tensor &Tn = G.getTensor(T);
-    if (Tn.Uses.empty())
-      continue;
-    uint64_t Bytes = Tn.Type.getSizeInBytes().getValueOr(0);
-    unsigned From = Tn.Producer != NoId ? P.UnitOf[Tn.Producer]
-                                        : P.UnitOf[Tn.Uses.front().User];
-    if (Tn.Producer == NoId)
-      P.UnitMemory[From] += Bytes;
-    SmallVector<uint32_t, 4> Seen;
-    for (const Use &Us : Tn.Uses) {
-      unsigned To = P.UnitOf[Us.User];
-      if (To == From || is_contained(Seen, To))
-        continue;
-      Seen.push_back(To);
-      EdgeBytes[(uint64_t(From) << 32) | To] += Bytes;
-    }
-  }
-  for (const auto &KV : EdgeBytes)
-    P.Edges.push_back(UnitEdge{uint32_t(KV.first >> 32),
-                               uint32_t(KV.first & 0xffffffffu), KV.second});
-  llvm::sort(P.Edges, [](const UnitEdge &A, const UnitEdge &B) {
-    return A.From != B.From ? A.From < B.From : A.To < B.To;
-  });
+  P.Edges = getGroupEdges(G, P.UnitOf);
 
   // Topological order of units; units are numbered by first op, so the
   // smallest ready unit keeps graph order, and a cycle among groups is

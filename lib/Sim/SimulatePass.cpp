@@ -411,30 +411,19 @@ Error SimulatePass::run(Graph &G, PassContext &Ctx) {
   return Error::success();
 }
 
-/// The file option \p Key of \p Opts, or null for another key.
-static std::string *getFileOption(SimulateOptions &Opts, StringRef Key) {
-  return Key == "summary"     ? &Opts.Summary
-         : Key == "trace"     ? &Opts.Trace
-         : Key == "placement" ? &Opts.Placement
-                              : nullptr;
-}
-
-Expected<SimulateOptions>
-SimulatePass::parseOptions(ArrayRef<std::pair<std::string, std::string>> KVs) {
-  SimulateOptions Opts;
-  for (const auto &[Key, Value] : KVs) {
-    std::string *Field = getFileOption(Opts, Key);
-    if (!Field)
-      return makeError("simulate: unknown option '" + Key +
-                       "' (expected summary=FILE, trace=FILE or "
-                       "placement=FILE)");
-    *Field = Value;
-  }
-  return Opts;
+OptionTable SimulatePass::describeOptions(SimulateOptions &O) {
+  OptionTable T(name().str());
+  T.text("summary", O.Summary, "FILE")
+      .text("trace", O.Trace, "FILE")
+      .text("placement", O.Placement, "FILE");
+  return T;
 }
 
 bool SimulatePass::setDriverOption(StringRef Key, StringRef Value) {
-  std::string *Field = getFileOption(Opts, Key);
+  std::string *Field = Key == "summary"     ? &Opts.Summary
+                       : Key == "trace"     ? &Opts.Trace
+                       : Key == "placement" ? &Opts.Placement
+                                            : nullptr;
   if (!Field)
     return false;
   // The pipeline's own option wins.
@@ -444,20 +433,7 @@ bool SimulatePass::setDriverOption(StringRef Key, StringRef Value) {
 }
 
 void SimulatePass::printPipeline(raw_ostream &OS) const {
-  OS << name();
-  ListSeparator LS(",");
-  bool Any = false;
-  for (const auto &[Key, Value] :
-       {std::pair<StringRef, StringRef>{"summary", Opts.Summary},
-        {"trace", Opts.Trace},
-        {"placement", Opts.Placement}}) {
-    if (Value.empty())
-      continue;
-    OS << (Any ? "" : "{") << LS << Key << '=' << Value;
-    Any = true;
-  }
-  if (Any)
-    OS << '}';
+  printPassOptions(OS, name(), Opts, describeOptions);
 }
 
 } // namespace dp

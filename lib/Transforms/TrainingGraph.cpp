@@ -19,6 +19,7 @@
 #include "dp/IR/Annotations.h"
 #include "dp/IR/Graph.h"
 #include "dp/Support/Diagnostics.h"
+#include "dp/Support/EnumNames.h"
 #include "dp/Transforms/BackwardRules.h"
 
 #include "llvm/ADT/SmallVector.h"
@@ -32,24 +33,18 @@ using namespace dp::transforms;
 
 namespace dp {
 
+static constexpr EnumEntry<OptimizerKind> OptimizerNames[] = {
+    {"sgd", OptimizerKind::SGD},
+    {"momentum", OptimizerKind::Momentum},
+    {"adam", OptimizerKind::Adam},
+};
+
 StringRef getOptimizerName(OptimizerKind K) {
-  switch (K) {
-  case OptimizerKind::SGD:
-    return "sgd";
-  case OptimizerKind::Momentum:
-    return "momentum";
-  case OptimizerKind::Adam:
-    return "adam";
-  }
-  llvm_unreachable("unknown optimizer");
+  return getEnumName<OptimizerKind>(OptimizerNames, K);
 }
 
 Optional<OptimizerKind> parseOptimizerName(StringRef Name) {
-  for (OptimizerKind K :
-       {OptimizerKind::SGD, OptimizerKind::Momentum, OptimizerKind::Adam})
-    if (Name == getOptimizerName(K))
-      return K;
-  return None;
+  return parseEnumName<OptimizerKind>(OptimizerNames, Name);
 }
 
 StringRef getOptimizerUpdateType(OptimizerKind K) {
@@ -381,38 +376,16 @@ Error buildTrainingGraph(Graph &G, const TrainingGraphOptions &Opts) {
   return TrainingGraphBuilder(G, Opts).build();
 }
 
-void TrainingGraphPass::printPipeline(raw_ostream &OS) const {
-  OS << name() << "{optimizer=" << getOptimizerName(Opts.Optimizer);
-  if (!Opts.InputGradients)
-    OS << ",input-grads=false";
-  OS << '}';
+OptionTable TrainingGraphPass::describeOptions(TrainingGraphOptions &O) {
+  OptionTable T(name().str());
+  T.choice<OptimizerKind>("optimizer", O.Optimizer, OptimizerNames)
+      .printAlways()
+      .flag("input-grads", O.InputGradients);
+  return T;
 }
 
-Expected<TrainingGraphOptions> TrainingGraphPass::parseOptions(
-    ArrayRef<std::pair<std::string, std::string>> KVs) {
-  TrainingGraphOptions Opts;
-  for (const auto &[Key, Value] : KVs) {
-    if (Key == "optimizer") {
-      Optional<OptimizerKind> K = parseOptimizerName(Value);
-      if (!K)
-        return makeError("training-graph: unknown optimizer '" + Value +
-                         "' (expected sgd, momentum or adam)");
-      Opts.Optimizer = *K;
-      continue;
-    }
-    if (Key == "input-grads") {
-      if (Value != "true" && Value != "false")
-        return makeError("training-graph: input-grads must be true or "
-                         "false, not '" +
-                         Value + "'");
-      Opts.InputGradients = Value == "true";
-      continue;
-    }
-    return makeError("training-graph: unknown option '" + Key +
-                     "' (expected optimizer=sgd|momentum|adam or "
-                     "input-grads=true|false)");
-  }
-  return Opts;
+void TrainingGraphPass::printPipeline(raw_ostream &OS) const {
+  printPassOptions(OS, name(), Opts, describeOptions);
 }
 
 } // namespace dp

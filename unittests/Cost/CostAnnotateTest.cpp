@@ -198,9 +198,10 @@ TEST(CostAnnotateTest, ParseAndPrintOptions) {
             "cost-annotate: profile-stat must be median, min or mean, not "
             "'mode'");
   EXPECT_EQ(ErrorOf({{"speed", "fast"}}),
-            "cost-annotate: unknown option 'speed' (expected source=, "
-            "profile=, profile-device=, profile-stat=, runs=, cache= or "
-            "measure-limit=)");
+            "cost-annotate: unknown option 'speed' (expected "
+            "source=roofline|onednn, profile=FILE, profile-device=TYPE, "
+            "profile-stat=median|min|mean, runs=N, cache=DIR or "
+            "measure-limit=SECONDS)");
 }
 
 } // namespace

@@ -402,8 +402,8 @@ TEST(TrainingGraphTest, ParseOptions) {
       TrainingGraphPass::parseOptions(KVs{{"optimizer", "rmsprop"}})
           .takeError());
   ASSERT_EQ(Diags.size(), 1u);
-  EXPECT_EQ(Diags[0].Message, "training-graph: unknown optimizer 'rmsprop' "
-                              "(expected sgd, momentum or adam)");
+  EXPECT_EQ(Diags[0].Message, "training-graph: optimizer must be sgd, "
+                              "momentum or adam, not 'rmsprop'");
 }
 
 } // namespace

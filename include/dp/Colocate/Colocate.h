@@ -30,7 +30,9 @@
 #define DP_COLOCATE_COLOCATE_H
 
 #include "dp/IR/Graph.h"
+#include "dp/IR/Grouping.h"
 #include "dp/IR/PassManager.h"
+#include "dp/Support/Options.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/Optional.h"
@@ -50,6 +52,10 @@ enum class ColocateStrategyKind : uint8_t { TF, Merge, METIS, Scope };
 
 /// "tf", "merge", "metis", "scope".
 llvm::StringRef getColocateStrategyName(ColocateStrategyKind K);
+llvm::Optional<ColocateStrategyKind>
+parseColocateStrategyName(llvm::StringRef Name);
+/// "tf, merge, metis, scope".
+std::string listColocateStrategyNames();
 
 struct ColocateOptions {
   ColocateStrategyKind Strategy = ColocateStrategyKind::TF;
@@ -62,46 +68,12 @@ struct ColocateOptions {
   unsigned Depth = 1;
 };
 
-/// Ops assigned to groups: dense ids, numbered in order of each group's
-/// first op.
-struct Grouping {
-  std::vector<uint32_t> GroupOf;
-  unsigned NumGroups = 0;
-};
-
-/// Numbers the distinct values of \p Keys (one per op) densely in order of
-/// first appearance.
-Grouping makeGrouping(llvm::ArrayRef<uint32_t> Keys);
-
-/// The classes of ops joined by `colocate` hints (hints naming no op are
-/// ignored), the groups every strategy starts from.
-Grouping getHintClasses(const Graph &G);
-
 /// Each op's compute time on its fastest device type: the least of its
 /// `time.<type>` annotations for the device types of \p C, or, when \p C is
 /// null, of all its `time.*` annotations. An op without one is an error
 /// located at it: "<Who>: needs costs: run cost-annotate first".
 llvm::Expected<std::vector<double>>
 getComputeCosts(const Graph &G, const Cluster *C, llvm::StringRef Who);
-
-/// Data a group sends to another in one step: a tensor goes from the group
-/// of its producer (for weights and graph inputs, of its first reader) to
-/// every other group reading it, once per group (as PlacementProblem
-/// counts it).
-struct GroupEdge {
-  uint32_t From = 0, To = 0;
-  uint64_t Bytes = 0;
-};
-
-/// The edges between the groups of \p Gr, sorted by (From, To), one per
-/// ordered pair.
-std::vector<GroupEdge> getGroupEdges(const Graph &G, const Grouping &Gr);
-
-/// A static estimate of the bytes each op keeps on its device, as
-/// PlacementProblem estimates a unit's memory: its results, its
-/// `persistent_bytes`, and the weights and graph inputs it is the first
-/// reader of.
-std::vector<uint64_t> getOpMemory(const Graph &G);
 
 /// The name scope of an op: the first \p Depth components of the path in
 /// \p Name without its last component (the op's own name), e.g. "/a/b" for
@@ -140,10 +112,12 @@ public:
     printColocatePipeline(OS, Opts);
   }
 
-  /// Parses "strategy=tf|merge{groups=N,threshold=S}|metis{groups=N}|
-  /// scope{depth=D}".
-  static llvm::Expected<ColocateOptions>
-  parseOptions(llvm::ArrayRef<std::pair<std::string, std::string>> KVs);
+  /// strategy=tf|merge{groups=N,threshold=S}|metis{groups=N}|
+  /// scope{depth=D}, bound to \p O.
+  static OptionTable describeOptions(ColocateOptions &O);
+  static llvm::Expected<ColocateOptions> parseOptions(OptionList Options) {
+    return parsePassOptions<ColocateOptions>(Options, describeOptions);
+  }
 
 private:
   ColocateOptions Opts;

@@ -20,6 +20,7 @@
 
 #include "dp/Cost/Profile.h"
 #include "dp/IR/PassManager.h"
+#include "dp/Support/Options.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
@@ -69,11 +70,13 @@ public:
   llvm::Error run(Graph &G, PassContext &Ctx);
   void printPipeline(llvm::raw_ostream &OS) const;
 
-  /// Parses "source=roofline|onednn", "profile=FILE", "profile-device=TYPE",
-  /// "profile-stat=median|min|mean", "runs=N", "cache=DIR" and
-  /// "measure-limit=SECONDS".
-  static llvm::Expected<CostOptions>
-  parseOptions(llvm::ArrayRef<std::pair<std::string, std::string>> KVs);
+  /// source=roofline|onednn, profile=FILE, profile-device=TYPE,
+  /// profile-stat=median|min|mean, runs=N, cache=DIR and
+  /// measure-limit=SECONDS, bound to \p O.
+  static OptionTable describeOptions(CostOptions &O);
+  static llvm::Expected<CostOptions> parseOptions(OptionList Options) {
+    return parsePassOptions<CostOptions>(Options, describeOptions);
+  }
 
 private:
   CostOptions Opts;

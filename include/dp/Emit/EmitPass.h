@@ -31,6 +31,7 @@
 #define DP_EMIT_EMITPASS_H
 
 #include "dp/IR/PassManager.h"
+#include "dp/Support/Options.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
@@ -83,8 +84,12 @@ public:
   static bool preservesAnalyses() { return true; }
   void printPipeline(llvm::raw_ostream &OS) const;
 
-  static llvm::Expected<EmitOptions>
-  parseOptions(llvm::ArrayRef<std::pair<std::string, std::string>> KVs);
+  /// format=F+F..., out=PREFIX|DIR/, model=FILE, render=svg and F=FILE
+  /// for a format F, bound to \p O.
+  static OptionTable describeOptions(EmitOptions &O);
+  static llvm::Expected<EmitOptions> parseOptions(OptionList Options) {
+    return parsePassOptions<EmitOptions>(Options, describeOptions);
+  }
 
 private:
   EmitOptions Opts;

@@ -21,6 +21,7 @@
 
 #include "dp/IR/Graph.h"
 #include "dp/IR/PassManager.h"
+#include "dp/Support/Options.h"
 
 #include "llvm/ADT/Optional.h"
 #include "llvm/Support/Error.h"
@@ -104,10 +105,12 @@ public:
   llvm::Error run(Graph &G, PassContext &Ctx);
   void printPipeline(llvm::raw_ostream &OS) const;
 
-  /// Parses the pass options "batch=N", "dim=NAME:N" and
-  /// "shape=NAME:D0xD1x..." (both repeatable).
-  static llvm::Expected<ImportOptions>
-  parseOptions(llvm::ArrayRef<std::pair<std::string, std::string>> KVs);
+  /// batch=N, and dim=NAME:N, shape=NAME:D0xD1x... and value=NAME:V
+  /// (each repeatable), bound to \p O.
+  static OptionTable describeOptions(ImportOptions &O);
+  static llvm::Expected<ImportOptions> parseOptions(OptionList Options) {
+    return parsePassOptions<ImportOptions>(Options, describeOptions);
+  }
 
 private:
   ImportOptions Opts;

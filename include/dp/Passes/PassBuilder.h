@@ -37,7 +37,7 @@ namespace dp {
 struct PassInfo {
   llvm::StringRef Name;
   /// Option syntax ("batch=N,dim=NAME:N"), empty if the pass has none.
-  llvm::StringRef Params;
+  std::string Params;
   llvm::StringRef Description;
 };
 

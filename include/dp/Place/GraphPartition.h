@@ -6,16 +6,17 @@
 ///
 /// \file
 /// The graph partitioning placers (`metis`, `scotch`) in layers that can be
-/// tested alone: wrappers around the libraries that take a weighted graph
-/// with double weights (they scale the weights into the libraries' integer
-/// ranges), and the steps that turn a PlacementProblem into such a graph
-/// and a partition into a placement that fits in memory.
+/// tested alone: Scotch's wrapper (METIS's is dp/Partition/Partition.h,
+/// shared with colocate{strategy=metis}), and the steps that turn a
+/// PlacementProblem into a weighted graph and a partition into a placement
+/// that fits in memory.
 ///
 //===----------------------------------------------------------------------===//
 
 #ifndef DP_PLACE_GRAPHPARTITION_H
 #define DP_PLACE_GRAPHPARTITION_H
 
+#include "dp/Partition/Partition.h"
 #include "dp/Place/Placer.h"
 
 #include "llvm/ADT/ArrayRef.h"
@@ -28,56 +29,6 @@
 
 namespace dp {
 
-/// Symmetric adjacency in compressed sparse row form: the neighbours of
-/// vertex V are Neighbours[Begin[V]..Begin[V + 1]), in increasing order,
-/// each with the total weight of the edges joining them.
-struct Adjacency {
-  std::vector<uint32_t> Begin, Neighbours;
-  std::vector<double> Weights;
-};
-
-/// An undirected graph with weighted vertices and edges.
-struct PartitionGraph {
-  struct Edge {
-    uint32_t A = 0, B = 0;
-    double Weight = 0;
-  };
-
-  unsigned NumVertices = 0;
-  /// Weights per vertex that parts balance (1 or 2).
-  unsigned NumConstraints = 1;
-  /// VertexWeights[V * NumConstraints + C] >= 0.
-  std::vector<double> VertexWeights;
-  /// Edges in any order; parallel edges add up, self loops and edges of
-  /// weight 0 are ignored.
-  std::vector<Edge> Edges;
-
-  /// The edges as symmetric adjacency lists (parallel edges merged, self
-  /// loops and zero weights dropped).
-  Adjacency getAdjacency() const;
-};
-
-struct PartitionOptions {
-  /// How far a part may exceed its target share, as a fraction (0.03:
-  /// 3 %).
-  double Imbalance = 0.03;
-  /// METIS only: the imbalance of each constraint, where they differ
-  /// (empty: Imbalance for all).
-  std::vector<double> ConstraintImbalance;
-  /// The libraries' random seed: the same seed gives the same partition.
-  uint64_t Seed = 0;
-};
-
-/// Partitions \p G into \p NumParts parts with METIS_PartGraphKway,
-/// minimizing the weight of cut edges while every part P gets about
-/// TargetShares[P * NumConstraints + C] of the total weight of constraint C
-/// (shares are relative: each constraint's are scaled to sum to 1).
-/// Returns a part per vertex.
-llvm::Expected<std::vector<uint32_t>>
-partitionGraphMetis(const PartitionGraph &G, unsigned NumParts,
-                    llvm::ArrayRef<double> TargetShares,
-                    const PartitionOptions &Opts);
-
 /// Maps \p G onto Speed.size() processors with SCOTCH_graphMap, minimizing
 /// the sum over cut edges of weight times distance while each processor
 /// gets load in proportion to its speed (constraint 0 only). \p Distance is
@@ -86,12 +37,6 @@ partitionGraphMetis(const PartitionGraph &G, unsigned NumParts,
 llvm::Expected<std::vector<uint32_t>>
 mapGraphScotch(const PartitionGraph &G, llvm::ArrayRef<double> Speed,
                llvm::ArrayRef<double> Distance, const PartitionOptions &Opts);
-
-/// Scales non-negative \p Weights to integers summing to about \p Budget
-/// (at most Budget + Weights.size()), keeping every positive weight at
-/// least 1 and, with \p AtLeastOne, zero weights too.
-std::vector<int64_t> scaleWeights(llvm::ArrayRef<double> Weights,
-                                  int64_t Budget, bool AtLeastOne);
 
 /// What a partitioning placer splits the units among in one try.
 struct PartitionRequest {

@@ -20,6 +20,7 @@
 
 #include "dp/IR/PassManager.h"
 #include "dp/Place/Placer.h"
+#include "dp/Support/Options.h"
 
 #include <string>
 #include <utility>
@@ -38,8 +39,12 @@ public:
   /// curve (dp-opt -curve=), when the pipeline does not give it.
   bool setDriverOption(llvm::StringRef Key, llvm::StringRef Value);
 
-  static llvm::Expected<PlaceOptions>
-  parseOptions(llvm::ArrayRef<std::pair<std::string, std::string>> KVs);
+  /// algo=NAME, seconds=S, evals=N, curve=FILE and the placer's own
+  /// options, bound to \p O.
+  static OptionTable describeOptions(PlaceOptions &O);
+  static llvm::Expected<PlaceOptions> parseOptions(OptionList Options) {
+    return parsePassOptions<PlaceOptions>(Options, describeOptions);
+  }
 
 private:
   PlaceOptions Opts;

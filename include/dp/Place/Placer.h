@@ -22,6 +22,7 @@
 
 #include "dp/Cluster/Cluster.h"
 #include "dp/IR/Graph.h"
+#include "dp/IR/Grouping.h"
 #include "dp/Learn/Search.h"
 #include "dp/Sim/Simulator.h"
 
@@ -37,13 +38,8 @@
 
 namespace dp {
 
-/// Data flowing from one unit to another in one step.
-struct UnitEdge {
-  uint32_t From = 0, To = 0;
-  /// Bytes of the distinct tensors From produces (or, for weights and
-  /// inputs, first reads) that To reads.
-  uint64_t Bytes = 0;
-};
+/// Data flowing from one unit to another in one step (units are groups).
+using UnitEdge = GroupEdge;
 
 class PlacementProblem {
 public:

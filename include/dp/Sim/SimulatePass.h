@@ -18,6 +18,7 @@
 
 #include "dp/IR/PassManager.h"
 #include "dp/Sim/Simulator.h"
+#include "dp/Support/Options.h"
 
 #include "llvm/Support/JSON.h"
 
@@ -48,8 +49,11 @@ public:
   void printPipeline(llvm::raw_ostream &OS) const;
   /// summary, trace and placement, when the pipeline does not give them.
   bool setDriverOption(llvm::StringRef Key, llvm::StringRef Value);
-  static llvm::Expected<SimulateOptions>
-  parseOptions(llvm::ArrayRef<std::pair<std::string, std::string>> KVs);
+  /// summary=FILE, trace=FILE and placement=FILE, bound to \p O.
+  static OptionTable describeOptions(SimulateOptions &O);
+  static llvm::Expected<SimulateOptions> parseOptions(OptionList Options) {
+    return parsePassOptions<SimulateOptions>(Options, describeOptions);
+  }
 
 private:
   SimulateOptions Opts;

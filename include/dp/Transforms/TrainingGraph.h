@@ -18,6 +18,7 @@
 #define DP_TRANSFORMS_TRAININGGRAPH_H
 
 #include "dp/IR/PassManager.h"
+#include "dp/Support/Options.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/Optional.h"
@@ -72,9 +73,11 @@ public:
   }
   void printPipeline(llvm::raw_ostream &OS) const;
 
-  /// Parses "optimizer=sgd|momentum|adam" and "input-grads=true|false".
-  static llvm::Expected<TrainingGraphOptions>
-  parseOptions(llvm::ArrayRef<std::pair<std::string, std::string>> KVs);
+  /// optimizer=sgd|momentum|adam and input-grads=true|false, bound to \p O.
+  static OptionTable describeOptions(TrainingGraphOptions &O);
+  static llvm::Expected<TrainingGraphOptions> parseOptions(OptionList Options) {
+    return parsePassOptions<TrainingGraphOptions>(Options, describeOptions);
+  }
 
 private:
   TrainingGraphOptions Opts;
