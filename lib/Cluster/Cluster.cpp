@@ -53,25 +53,10 @@ double SharedGroup::getCapacity() const {
   return Best;
 }
 
-Expected<Cluster> Cluster::create(std::string Name,
-                                  std::vector<DeviceType> Types,
-                                  std::vector<Device> Devices,
-                                  std::vector<std::string> Switches,
-                                  std::vector<Link> Links,
-                                  std::vector<SharedGroup> Shared) {
-  ErrorList Errs;
-  auto Err = [&](const Twine &Msg) {
-    Errs.add(makeError("cluster '" + Name + "': " + Msg));
-  };
-  if (Name.empty())
-    Err("the cluster has no name");
-  if (Devices.empty())
-    Err("the cluster has no devices");
-  if (Devices.size() > MaxClusterDevices)
-    return makeError("cluster '" + Name + "': " + Twine(Devices.size()) +
-                     " devices; dp places on at most " +
-                     Twine(MaxClusterDevices));
+/// Reports the errors of the entries of a cluster description.
+using ReportFn = function_ref<void(const Twine &)>;
 
+static void checkDeviceTypes(ArrayRef<DeviceType> Types, ReportFn Err) {
   StringSet<> TypeNames;
   for (const DeviceType &T : Types) {
     if (T.Name.empty() || !TypeNames.insert(T.Name).second)
@@ -91,19 +76,25 @@ Expected<Cluster> Cluster::create(std::string Name,
       Err("device type '" + T.Name +
           "' has a negative or infinite launch overhead");
   }
+}
 
+/// Devices and switches share one name space: they are the nodes links
+/// join.
+static void checkNodes(ArrayRef<Device> Devices, ArrayRef<std::string> Switches,
+                       unsigned NumTypes, ReportFn Err) {
   StringSet<> NodeNames;
   for (const Device &D : Devices) {
     if (D.Name.empty() || !NodeNames.insert(D.Name).second)
       Err("device name '" + D.Name + "' is empty or repeated");
-    if (D.Type >= Types.size())
+    if (D.Type >= NumTypes)
       Err("device '" + D.Name + "' has no valid type");
   }
   for (const std::string &S : Switches)
     if (S.empty() || !NodeNames.insert(S).second)
       Err("switch name '" + S + "' is empty or repeated");
+}
 
-  unsigned NumNodes = Devices.size() + Switches.size();
+static void checkLinks(ArrayRef<Link> Links, unsigned NumNodes, ReportFn Err) {
   StringSet<> LinkNames;
   for (const Link &L : Links) {
     if (L.Name.empty() || !LinkNames.insert(L.Name).second)
@@ -116,6 +107,12 @@ Expected<Cluster> Cluster::create(std::string Name,
     if (L.Latency < 0 || !(L.Latency < std::numeric_limits<double>::infinity()))
       Err("link '" + L.Name + "' has a negative or infinite latency");
   }
+}
+
+/// Checks the shared groups; returns each device's group, or -1.
+static std::vector<int> checkSharedGroups(ArrayRef<SharedGroup> Shared,
+                                          ArrayRef<Device> Devices,
+                                          ReportFn Err) {
   std::vector<int> GroupOf(Devices.size(), -1);
   for (unsigned G = 0, E = Shared.size(); G != E; ++G) {
     const SharedGroup &S = Shared[G];
@@ -143,6 +140,77 @@ Expected<Cluster> Cluster::create(std::string Name,
         GroupOf[Dev] = G;
     }
   }
+  return GroupOf;
+}
+
+/// Per node, the nodes its links lead to and the channels they take, in
+/// link declaration order.
+using ChannelAdjacency =
+    std::vector<std::vector<std::pair<unsigned, unsigned>>>;
+
+static ChannelAdjacency getChannelAdjacency(unsigned NumNodes,
+                                            ArrayRef<Link> Links) {
+  ChannelAdjacency Adj(NumNodes);
+  for (unsigned L = 0, E = Links.size(); L != E; ++L) {
+    Adj[Links[L].A].push_back({Links[L].B, 2 * L});
+    Adj[Links[L].B].push_back({Links[L].A, 2 * L + 1});
+  }
+  return Adj;
+}
+
+namespace {
+/// The routes from one device: breadth-first search over links, where
+/// among routes of fewest hops the first found (links in declaration
+/// order) is taken, so routes are deterministic.
+struct RouteTree {
+  std::vector<int> PrevChannel, PrevNode;
+  std::vector<bool> Seen;
+
+  RouteTree(unsigned Src, unsigned NumDevices, const ChannelAdjacency &Adj)
+      : PrevChannel(Adj.size(), -1), PrevNode(Adj.size(), -1),
+        Seen(Adj.size(), false) {
+    std::deque<unsigned> Queue{Src};
+    Seen[Src] = true;
+    while (!Queue.empty()) {
+      unsigned N = Queue.front();
+      Queue.pop_front();
+      // Switches forward traffic; devices do not relay for others.
+      if (N != Src && N < NumDevices)
+        continue;
+      for (auto [Next, Channel] : Adj[N]) {
+        if (Seen[Next])
+          continue;
+        Seen[Next] = true;
+        PrevNode[Next] = N;
+        PrevChannel[Next] = Channel;
+        Queue.push_back(Next);
+      }
+    }
+  }
+};
+} // namespace
+
+Expected<Cluster>
+Cluster::create(std::string Name, std::vector<DeviceType> Types,
+                std::vector<Device> Devices, std::vector<std::string> Switches,
+                std::vector<Link> Links, std::vector<SharedGroup> Shared) {
+  ErrorList Errs;
+  auto Err = [&](const Twine &Msg) {
+    Errs.add(makeError("cluster '" + Name + "': " + Msg));
+  };
+  if (Name.empty())
+    Err("the cluster has no name");
+  if (Devices.empty())
+    Err("the cluster has no devices");
+  if (Devices.size() > MaxClusterDevices)
+    return makeError("cluster '" + Name + "': " + Twine(Devices.size()) +
+                     " devices; dp places on at most " +
+                     Twine(MaxClusterDevices));
+  checkDeviceTypes(Types, Err);
+  checkNodes(Devices, Switches, Types.size(), Err);
+  unsigned NumNodes = Devices.size() + Switches.size();
+  checkLinks(Links, NumNodes, Err);
+  std::vector<int> GroupOf = checkSharedGroups(Shared, Devices, Err);
   if (Error E = Errs.take())
     return std::move(E);
 
@@ -155,48 +223,22 @@ Expected<Cluster> Cluster::create(std::string Name,
   C.Switches = std::move(Switches);
   C.Links = std::move(Links);
 
-  // Routes: breadth-first search from every device over links; among
-  // routes of fewest hops the first found (links in declaration order) is
-  // taken, so routes are deterministic.
-  std::vector<std::vector<std::pair<unsigned, unsigned>>> Adj(NumNodes);
-  for (unsigned L = 0, E = C.Links.size(); L != E; ++L) {
-    Adj[C.Links[L].A].push_back({C.Links[L].B, 2 * L});
-    Adj[C.Links[L].B].push_back({C.Links[L].A, 2 * L + 1});
-  }
+  ChannelAdjacency Adj = getChannelAdjacency(NumNodes, C.Links);
   unsigned D = C.Devices.size();
   C.Routes.assign(D * D, RouteInfo());
   for (unsigned Src = 0; Src != D; ++Src) {
-    std::vector<int> PrevChannel(NumNodes, -1);
-    std::vector<int> PrevNode(NumNodes, -1);
-    std::vector<bool> Seen(NumNodes, false);
-    std::deque<unsigned> Queue{Src};
-    Seen[Src] = true;
-    while (!Queue.empty()) {
-      unsigned N = Queue.front();
-      Queue.pop_front();
-      // Switches forward traffic; devices do not relay for others.
-      if (N != Src && N < D)
-        continue;
-      for (auto [Next, Channel] : Adj[N]) {
-        if (Seen[Next])
-          continue;
-        Seen[Next] = true;
-        PrevNode[Next] = N;
-        PrevChannel[Next] = Channel;
-        Queue.push_back(Next);
-      }
-    }
+    RouteTree Tree(Src, D, Adj);
     for (unsigned Dst = 0; Dst != D; ++Dst) {
       if (Dst == Src)
         continue;
-      if (!Seen[Dst])
+      if (!Tree.Seen[Dst])
         return makeError("cluster '" + C.Name + "': device '" +
                          C.Devices[Dst].Name + "' cannot be reached from '" +
                          C.Devices[Src].Name + "'");
       RouteInfo &R = C.Routes[Src * D + Dst];
       R.Bandwidth = std::numeric_limits<double>::infinity();
-      for (unsigned N = Dst; N != Src; N = PrevNode[N]) {
-        unsigned Ch = PrevChannel[N];
+      for (unsigned N = Dst; N != Src; N = Tree.PrevNode[N]) {
+        unsigned Ch = Tree.PrevChannel[N];
         const Link &L = C.Links[Ch / 2];
         R.Channels.push_back(Ch);
         R.Bandwidth = std::min(R.Bandwidth, L.Bandwidth);

@@ -88,181 +88,251 @@ static Expected<unsigned> getProfileType(const Cluster &C, StringRef Name) {
   return 0u;
 }
 
-Error CostAnnotatePass::run(Graph &G, PassContext &Ctx) {
-  if (!Ctx.TheCluster)
-    return makeError("cost-annotate needs a cluster: pass "
-                     "-cluster=<preset|file>");
-  const Cluster &C = *Ctx.TheCluster;
-  ArrayRef<DeviceType> Types = C.getTypes();
-  const unsigned NumTypes = Types.size();
+namespace {
+/// What an op's annotations say besides its times and flops.
+struct OpCostExtras {
+  std::string Note;
+  uint64_t Workspace = 0, Persistent = 0;
+  bool HasPersistent = false;
+};
+
+/// Costs every op of a graph on every device type of a cluster, in named
+/// steps: the roofline estimate (a backward op's is a multiple of its
+/// forward op's), a oneDNN measurement on this CPU for the cpu types, and
+/// the user's profile for its device type.
+class GraphCoster {
+public:
+  GraphCoster(Graph &G, const Cluster &C, const CostOptions &Opts)
+      : G(G), C(C), Opts(Opts), Types(C.getTypes()), NumTypes(Types.size()),
+        RooflineTypes(Types.begin(), Types.end()) {}
+
+  /// Loads the profile, if one is given.
+  Error loadProfile();
+  /// Sets up the oneDNN measurer, if the source is oneDNN and the cluster
+  /// has a cpu type.
+  Error setUpOneDNN(PassContext &Ctx);
+  /// Costs and annotates every op.
+  void annotateOps();
+  /// Sets the graph's annotations and saves the measurer's cache.
+  Error annotateGraph();
+
+private:
+  OpId findForward(OpId O) const;
+  void deriveFromForward(OpId O, OpId Forward, double *T, OpCostExtras &Extras);
+  void estimateRoofline(OpId O, double *T, OpCostExtras &Extras);
+  void attributeProfile(OpId O, OpId Forward, double *T, std::string &Note);
+  void annotateOp(OpId O, const double *T, OpCostExtras Extras);
+
+  Graph &G;
+  const Cluster &C;
+  const CostOptions &Opts;
+  ArrayRef<DeviceType> Types;
+  const unsigned NumTypes;
 
   Optional<OpProfile> Profile;
   unsigned ProfileType = 0;
-  if (!Opts.ProfilePath.empty()) {
-    Expected<OpProfile> P = OpProfile::load(Opts.ProfilePath, Opts.ProfileStat);
-    if (!P)
-      return P.takeError();
-    Profile = std::move(*P);
-    Expected<unsigned> T = getProfileType(C, Opts.ProfileDevice);
-    if (!T)
-      return T.takeError();
-    ProfileType = *T;
-  }
+  uint64_t Unmatched = 0;
 
-  // oneDNN measures this CPU: its times are for the cluster's cpu types.
-  // Ops it cannot run fall back to the roofline with this machine's
-  // memory bandwidth for those types.
   std::unique_ptr<OneDNNMeasurer> Measurer;
-  std::vector<DeviceType> RooflineTypes(Types.begin(), Types.end());
+  std::unique_ptr<Timer> MeasureTimer;
+  /// The types the roofline sees: the cluster's, with this machine's
+  /// memory bandwidth for the cpu types when oneDNN measures.
+  std::vector<DeviceType> RooflineTypes;
   int FirstCPU = -1;
+
+  // Per op, in flat arrays: backward ops read their forward op's costs.
+  std::vector<double> Times;
+  std::vector<double> Flops;
+  std::vector<OpCostKind> Kinds;
+  std::vector<SourceKind> Sources;
+};
+} // namespace
+
+Error GraphCoster::loadProfile() {
+  if (Opts.ProfilePath.empty())
+    return Error::success();
+  Expected<OpProfile> P = OpProfile::load(Opts.ProfilePath, Opts.ProfileStat);
+  if (!P)
+    return P.takeError();
+  Profile = std::move(*P);
+  Expected<unsigned> T = getProfileType(C, Opts.ProfileDevice);
+  if (!T)
+    return T.takeError();
+  ProfileType = *T;
+  return Error::success();
+}
+
+// oneDNN measures this CPU: its times are for the cluster's cpu types.
+// Ops it cannot run fall back to the roofline with this machine's memory
+// bandwidth for those types.
+Error GraphCoster::setUpOneDNN(PassContext &Ctx) {
   for (unsigned T = 0; T != NumTypes; ++T)
     if (Types[T].Kind == DeviceKind::CPU && FirstCPU < 0)
       FirstCPU = int(T);
-  std::unique_ptr<Timer> MeasureTimer;
-  if (Opts.Source == CostSourceKind::OneDNN && FirstCPU >= 0) {
-    OneDNNOptions MOpts;
-    MOpts.Runs = Opts.Runs;
-    MOpts.CacheDir = Opts.CacheDir;
-    MOpts.MeasureLimit = Opts.MeasureLimit;
-    Expected<std::unique_ptr<OneDNNMeasurer>> M =
-        OneDNNMeasurer::create(std::move(MOpts));
-    if (!M)
-      return M.takeError();
-    Measurer = std::move(*M);
-    if (Ctx.Timers)
-      MeasureTimer = std::make_unique<Timer>(
-          "onednn", "cost-annotate: oneDNN measurement", *Ctx.Timers);
-    double Bandwidth;
-    {
-      TimeRegion Region(MeasureTimer.get());
-      Bandwidth = Measurer->getMemoryBandwidth();
-    }
-    for (DeviceType &T : RooflineTypes)
-      if (T.Kind == DeviceKind::CPU)
-        T.MemoryBandwidth = Bandwidth;
+  if (Opts.Source != CostSourceKind::OneDNN || FirstCPU < 0)
+    return Error::success();
+  OneDNNOptions MOpts;
+  MOpts.Runs = Opts.Runs;
+  MOpts.CacheDir = Opts.CacheDir;
+  MOpts.MeasureLimit = Opts.MeasureLimit;
+  Expected<std::unique_ptr<OneDNNMeasurer>> M =
+      OneDNNMeasurer::create(std::move(MOpts));
+  if (!M)
+    return M.takeError();
+  Measurer = std::move(*M);
+  if (Ctx.Timers)
+    MeasureTimer = std::make_unique<Timer>(
+        "onednn", "cost-annotate: oneDNN measurement", *Ctx.Timers);
+  double Bandwidth;
+  {
+    TimeRegion Region(MeasureTimer.get());
+    Bandwidth = Measurer->getMemoryBandwidth();
   }
+  for (DeviceType &T : RooflineTypes)
+    if (T.Kind == DeviceKind::CPU)
+      T.MemoryBandwidth = Bandwidth;
+  return Error::success();
+}
 
-  G.getAnnotations().erase("cluster");
-  G.getAnnotations().erase("profile_unmatched");
-  G.getAnnotations().erase("cost_note");
+/// The forward op whose costs backward op \p O derives from, or NoId.
+OpId GraphCoster::findForward(OpId O) const {
+  const Op &TheOp = G.getOp(O);
+  if (!isBackwardOp(TheOp))
+    return NoId;
+  Optional<StringRef> Hint = ann::get(TheOp, ann::Colocate);
+  if (!Hint)
+    return NoId;
+  OpId F = G.lookupOp(*Hint);
+  return F < O ? F : NoId;
+}
 
-  // Per op, in flat arrays: backward ops read their forward op's costs.
+/// A multiple of the forward op's cost on each device type, measured by
+/// oneDNN for the cpu types where it can.
+void GraphCoster::deriveFromForward(OpId O, OpId Forward, double *T,
+                                    OpCostExtras &Extras) {
+  const Op &F = G.getOp(Forward);
+  double Multiple = getBackwardMultiple(F.Domain, F.Type);
+  Kinds[O] = Kinds[Forward];
+  Flops[O] = Multiple * Flops[Forward];
+  Sources[O] = Sources[Forward];
+  for (unsigned D = 0; D != NumTypes; ++D)
+    T[D] = Multiple * Times[size_t(Forward) * NumTypes + D];
+  if (!Measurer)
+    return;
+  TimeRegion Region(MeasureTimer.get());
+  Measurement M = Measurer->measureBackward(G, O, Forward, T[FirstCPU]);
+  if (M.Status != MeasureStatusKind::Measured)
+    return;
+  for (unsigned D = 0; D != NumTypes; ++D)
+    if (Types[D].Kind == DeviceKind::CPU)
+      T[D] = M.Seconds + M.Primitives * Types[D].LaunchOverhead;
+  Sources[O] = SourceKind::OneDNN;
+  Extras.Workspace = M.WorkspaceBytes;
+}
+
+/// The roofline estimate of \p O's work on each device type, measured by
+/// oneDNN for the cpu types where it can.
+void GraphCoster::estimateRoofline(OpId O, double *T, OpCostExtras &Extras) {
+  OpWork W = estimateWork(G, O);
+  Extras.Note = W.Note;
+  Kinds[O] = W.Kind;
+  Flops[O] = W.Flops;
+  if (W.Kind == OpCostKind::Update) {
+    Extras.HasPersistent = true;
+    Extras.Persistent = W.PersistentBytes;
+  }
+  for (unsigned D = 0; D != NumTypes; ++D)
+    T[D] = getRooflineTime(W, RooflineTypes[D]);
+  if (!Measurer || isBackwardOp(G.getOp(O)))
+    return;
+  TimeRegion Region(MeasureTimer.get());
+  Measurement M = Measurer->measure(G, O, T[FirstCPU]);
+  if (M.Status == MeasureStatusKind::Measured) {
+    const CostKindInfo &Info = getCostKindInfo(W.Kind);
+    for (unsigned D = 0; D != NumTypes; ++D)
+      if (Types[D].Kind == DeviceKind::CPU)
+        T[D] = M.Seconds + Info.LaunchFraction * Types[D].LaunchOverhead;
+    Sources[O] = SourceKind::OneDNN;
+    Extras.Workspace = M.WorkspaceBytes;
+  } else if (M.Status == MeasureStatusKind::OverLimit) {
+    appendNote(Extras.Note, "not measured with oneDNN: over the measure "
+                            "limit");
+  }
+}
+
+/// The profile's time for \p O on its device type, when it has one.
+void GraphCoster::attributeProfile(OpId O, OpId Forward, double *T,
+                                   std::string &Note) {
+  const Op &TheOp = G.getOp(O);
+  Optional<double> P = Profile->lookup(TheOp.Name);
+  if (!P && !TheOp.SourceName.empty())
+    P = Profile->lookup(TheOp.SourceName);
+  // A trace names a backward op after its forward op's region, which may
+  // bear the forward op's ONNX node name.
+  if (!P && Forward != NoId && !G.getOp(Forward).SourceName.empty())
+    P = Profile->lookup((G.getOp(Forward).SourceName + "/grad").str());
+  if (P) {
+    T[ProfileType] = *P;
+    Sources[O] = SourceKind::Profile;
+    return;
+  }
+  ++Unmatched;
+  appendNote(Note,
+             "not in the profile: " + getSourceName(Sources[O]) + " estimate");
+}
+
+/// Replaces the cost annotations of \p O by its costs.
+void GraphCoster::annotateOp(OpId O, const double *T, OpCostExtras Extras) {
+  Op &TheOp = G.getOp(O);
+  uint64_t OutputBytes = 0;
+  for (TensorId R : TheOp.Results)
+    if (R != NoId)
+      OutputBytes += G.getTensor(R).Type.getSizeInBytes().getValueOr(0);
+
+  AttributeList &A = TheOp.Annotations;
+  eraseCostAnnotations(A);
+  for (unsigned D = 0; D != NumTypes; ++D)
+    A.set(ann::getTimeKey(Types[D].Name), Attribute::getFloat(T[D]));
+  A.set("flops", Attribute::getInt(toInt64(Flops[O])));
+  A.set("output_bytes", Attribute::getInt(int64_t(OutputBytes)));
+  if (Extras.HasPersistent)
+    ann::set(A, ann::PersistentBytes, int64_t(Extras.Persistent));
+  A.set("workspace_bytes", Attribute::getInt(int64_t(Extras.Workspace)));
+  A.set("cost_source", Attribute::getString(getSourceName(Sources[O]).str()));
+  if (!Extras.Note.empty())
+    A.set("cost_note", Attribute::getString(std::move(Extras.Note)));
+}
+
+void GraphCoster::annotateOps() {
   const size_t NumOps = G.getNumOps();
-  std::vector<double> Times(NumOps * NumTypes);
-  std::vector<double> Flops(NumOps);
-  std::vector<OpCostKind> Kinds(NumOps, OpCostKind::Unknown);
-  std::vector<SourceKind> Sources(NumOps, SourceKind::Roofline);
-  uint64_t Unmatched = 0;
-
+  Times.assign(NumOps * NumTypes, 0.0);
+  Flops.assign(NumOps, 0.0);
+  Kinds.assign(NumOps, OpCostKind::Unknown);
+  Sources.assign(NumOps, SourceKind::Roofline);
   for (OpId O = 0; O != NumOps; ++O) {
-    Op &TheOp = G.getOp(O);
     double *T = &Times[size_t(O) * NumTypes];
-    std::string Note;
-    uint64_t Workspace = 0, Persistent = 0;
-    bool HasPersistent = false;
-
-    OpId Forward = NoId;
-    if (isBackwardOp(TheOp))
-      if (Optional<StringRef> Hint = ann::get(TheOp, ann::Colocate)) {
-        OpId F = G.lookupOp(*Hint);
-        if (F < O)
-          Forward = F;
-      }
-
-    if (Forward != NoId) {
-      // A multiple of the forward op's cost on each device type.
-      const Op &F = G.getOp(Forward);
-      double Multiple = getBackwardMultiple(F.Domain, F.Type);
-      Kinds[O] = Kinds[Forward];
-      Flops[O] = Multiple * Flops[Forward];
-      Sources[O] = Sources[Forward];
-      for (unsigned D = 0; D != NumTypes; ++D)
-        T[D] = Multiple * Times[size_t(Forward) * NumTypes + D];
-      if (Measurer) {
-        TimeRegion Region(MeasureTimer.get());
-        Measurement M = Measurer->measureBackward(G, O, Forward, T[FirstCPU]);
-        if (M.Status == MeasureStatusKind::Measured) {
-          for (unsigned D = 0; D != NumTypes; ++D)
-            if (Types[D].Kind == DeviceKind::CPU)
-              T[D] = M.Seconds + M.Primitives * Types[D].LaunchOverhead;
-          Sources[O] = SourceKind::OneDNN;
-          Workspace = M.WorkspaceBytes;
-        }
-      }
-    } else {
-      OpWork W = estimateWork(G, O);
-      Note = W.Note;
-      Kinds[O] = W.Kind;
-      Flops[O] = W.Flops;
-      if (W.Kind == OpCostKind::Update) {
-        HasPersistent = true;
-        Persistent = W.PersistentBytes;
-      }
-      for (unsigned D = 0; D != NumTypes; ++D)
-        T[D] = getRooflineTime(W, RooflineTypes[D]);
-      if (Measurer && !isBackwardOp(TheOp)) {
-        TimeRegion Region(MeasureTimer.get());
-        Measurement M = Measurer->measure(G, O, T[FirstCPU]);
-        if (M.Status == MeasureStatusKind::Measured) {
-          const CostKindInfo &Info = getCostKindInfo(W.Kind);
-          for (unsigned D = 0; D != NumTypes; ++D)
-            if (Types[D].Kind == DeviceKind::CPU)
-              T[D] = M.Seconds + Info.LaunchFraction * Types[D].LaunchOverhead;
-          Sources[O] = SourceKind::OneDNN;
-          Workspace = M.WorkspaceBytes;
-        } else if (M.Status == MeasureStatusKind::OverLimit) {
-          appendNote(Note, "not measured with oneDNN: over the measure "
-                           "limit");
-        }
-      }
-    }
+    OpCostExtras Extras;
+    OpId Forward = findForward(O);
+    if (Forward != NoId)
+      deriveFromForward(O, Forward, T, Extras);
+    else
+      estimateRoofline(O, T, Extras);
 
     // import-onnx folded this op (a shape computation; `folded` says so):
     // its value is known before the step, as a compiler's constant folding
     // would make it, so it costs nothing.
-    if (ann::get(TheOp, ann::Folded).getValueOr(0)) {
+    if (ann::get(G.getOp(O), ann::Folded).getValueOr(0)) {
       std::fill(T, T + NumTypes, 0.0);
       Flops[O] = 0;
-      Note.clear();
+      Extras.Note.clear();
     }
-
-    if (Profile) {
-      Optional<double> P = Profile->lookup(TheOp.Name);
-      if (!P && !TheOp.SourceName.empty())
-        P = Profile->lookup(TheOp.SourceName);
-      // A trace names a backward op after its forward op's region, which
-      // may bear the forward op's ONNX node name.
-      if (!P && Forward != NoId && !G.getOp(Forward).SourceName.empty())
-        P = Profile->lookup((G.getOp(Forward).SourceName + "/grad").str());
-      if (P) {
-        T[ProfileType] = *P;
-        Sources[O] = SourceKind::Profile;
-      } else {
-        ++Unmatched;
-        appendNote(Note, "not in the profile: " + getSourceName(Sources[O]) +
-                             " estimate");
-      }
-    }
-
-    uint64_t OutputBytes = 0;
-    for (TensorId R : TheOp.Results)
-      if (R != NoId)
-        OutputBytes += G.getTensor(R).Type.getSizeInBytes().getValueOr(0);
-
-    AttributeList &A = TheOp.Annotations;
-    eraseCostAnnotations(A);
-    for (unsigned D = 0; D != NumTypes; ++D)
-      A.set(ann::getTimeKey(Types[D].Name), Attribute::getFloat(T[D]));
-    A.set("flops", Attribute::getInt(toInt64(Flops[O])));
-    A.set("output_bytes", Attribute::getInt(int64_t(OutputBytes)));
-    if (HasPersistent)
-      ann::set(A, ann::PersistentBytes, int64_t(Persistent));
-    A.set("workspace_bytes", Attribute::getInt(int64_t(Workspace)));
-    A.set("cost_source", Attribute::getString(getSourceName(Sources[O]).str()));
-    if (!Note.empty())
-      A.set("cost_note", Attribute::getString(std::move(Note)));
+    if (Profile)
+      attributeProfile(O, Forward, T, Extras.Note);
+    annotateOp(O, T, std::move(Extras));
   }
+}
 
+Error GraphCoster::annotateGraph() {
   AttributeList &GA = G.getAnnotations();
   GA.set("cluster", Attribute::getString(C.getName().str()));
   if (Profile)
@@ -278,6 +348,23 @@ Error CostAnnotatePass::run(Graph &G, PassContext &Ctx) {
     if (Error E = Measurer->saveCache())
       return E;
   return Error::success();
+}
+
+Error CostAnnotatePass::run(Graph &G, PassContext &Ctx) {
+  if (!Ctx.TheCluster)
+    return makeError("cost-annotate needs a cluster: pass "
+                     "-cluster=<preset|file>");
+  GraphCoster Coster(G, *Ctx.TheCluster, Opts);
+  if (Error E = Coster.loadProfile())
+    return E;
+  if (Error E = Coster.setUpOneDNN(Ctx))
+    return E;
+
+  G.getAnnotations().erase("cluster");
+  G.getAnnotations().erase("profile_unmatched");
+  G.getAnnotations().erase("cost_note");
+  Coster.annotateOps();
+  return Coster.annotateGraph();
 }
 
 static constexpr EnumEntry<CostSourceKind> CostSourceNames[] = {

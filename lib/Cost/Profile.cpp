@@ -287,6 +287,34 @@ private:
   /// Times every named event, and the backward of every region.
   Error attributeTrace();
 
+  /// The host events in an order where each comes before the events it
+  /// encloses, and each event's innermost enclosing event (or -1).
+  struct EventNesting {
+    std::vector<unsigned> Order;
+    std::vector<int> Parent;
+  };
+  EventNesting nestHostEvents() const;
+  /// Each event's time in microseconds.
+  Expected<std::vector<double>>
+  computeEventTimes(const EventNesting &Nest) const;
+
+  /// The regions that own the autograd nodes.
+  struct NodeOwners {
+    /// Per event, the region around it (or -1).
+    std::vector<int> Region;
+    /// The event that created each node, by sequence number.
+    DenseMap<int64_t, unsigned> Creator;
+
+    /// The region owning node \p Seq, or -1.
+    int getOwner(int64_t Seq) const {
+      auto It = Creator.find(Seq);
+      return Seq < 0 || It == Creator.end() ? -1 : Region[It->second];
+    }
+  };
+  NodeOwners findNodeOwners(const EventNesting &Nest) const;
+  void attributeBackward(const EventNesting &Nest, ArrayRef<double> Time);
+  void noteUnattributedBackward(bool AnyNumbered, bool HasRegions);
+
   StringRef File;
   StringMap<SmallVector<double, 1>> Durations;
   std::vector<std::string> Notes;
@@ -296,11 +324,12 @@ private:
 };
 } // namespace
 
-Error ProfileReader::attributeTrace() {
+/// Host events by thread, each before the events it encloses: then a
+/// stack finds every event's innermost enclosing event, its parent.
+ProfileReader::EventNesting ProfileReader::nestHostEvents() const {
   const size_t N = Trace.size();
-  // Host events by thread, each before the events it encloses: then a
-  // stack finds every event's innermost enclosing event, its parent.
-  std::vector<unsigned> Order;
+  EventNesting Nest;
+  std::vector<unsigned> &Order = Nest.Order;
   for (unsigned I = 0; I != N; ++I)
     if (Trace[I].isHost())
       Order.push_back(I);
@@ -309,7 +338,7 @@ Error ProfileReader::attributeTrace() {
     return std::make_tuple(X.Thread, X.Start, -X.Dur, A) <
            std::make_tuple(Y.Thread, Y.Start, -Y.Dur, B);
   });
-  std::vector<int> Parent(N, -1);
+  Nest.Parent.assign(N, -1);
   SmallVector<unsigned, 16> Stack;
   for (unsigned I : Order) {
     const TraceEvent &E = Trace[I];
@@ -321,124 +350,149 @@ Error ProfileReader::attributeTrace() {
       Stack.pop_back();
     }
     if (!Stack.empty())
-      Parent[I] = int(Stack.back());
+      Nest.Parent[I] = int(Stack.back());
     Stack.push_back(I);
   }
+  return Nest;
+}
 
-  // An event's time: its duration, or in a trace with kernels, the GPU
-  // work launched inside it, found by the launch's correlation.
+/// An event's time: its duration, or in a trace with kernels, the GPU work
+/// launched inside it, found by the launch's correlation.
+Expected<std::vector<double>>
+ProfileReader::computeEventTimes(const EventNesting &Nest) const {
+  const size_t N = Trace.size();
   std::vector<double> Time(N, 0);
-  if (HasKernels) {
-    DenseMap<int64_t, double> DeviceTime;
-    for (const TraceEvent &E : Trace)
-      if (E.Kind == TraceEventKind::Device)
-        DeviceTime[E.Correlation] += E.Dur;
-    bool Linked = false;
-    for (unsigned I : Order) {
-      const TraceEvent &E = Trace[I];
-      if (E.Kind != TraceEventKind::Launch || E.Correlation < 0)
-        continue;
-      auto It = DeviceTime.find(E.Correlation);
-      if (It == DeviceTime.end())
-        continue;
-      Time[I] = It->second;
-      Linked = true;
-    }
-    if (!Linked)
-      return makeFileError(
-          File, 0, 0,
-          "the trace has GPU kernels (\"cat\": \"kernel\") but no launch "
-          "(\"cat\": \"cuda_runtime\" or \"cuda_driver\") with the "
-          "\"correlation\" of any of them: cannot tell which op ran them");
-    // Children come after their parent in Order.
-    for (unsigned I : llvm::reverse(Order))
-      if (Parent[I] >= 0)
-        Time[Parent[I]] += Time[I];
-  } else {
+  if (!HasKernels) {
     for (unsigned I = 0; I != N; ++I)
       Time[I] = Trace[I].Dur;
+    return std::move(Time);
   }
-  for (unsigned I = 0; I != N; ++I)
-    if (!HasKernels || Trace[I].isHost())
-      Durations[Trace[I].Name].push_back(Time[I] / 1e6);
-
-  // Backward. Autograd numbers the nodes it creates per forward thread;
-  // every op recorded with grad enabled carries the number of the next
-  // node, so the op that created node S is the last one to start with
-  // number S (a composite op like aten::matmul starts before the aten::mm
-  // that creates the node, and ops after it carry S + 1). The region
-  // around that op owns the node, and the node's backward events are the
-  // region's backward.
-  std::vector<int> Region(N, -1);
-  std::vector<bool> InBackward(N, false);
-  DenseMap<int64_t, unsigned> Creator;
-  for (unsigned I : Order) {
+  DenseMap<int64_t, double> DeviceTime;
+  for (const TraceEvent &E : Trace)
+    if (E.Kind == TraceEventKind::Device)
+      DeviceTime[E.Correlation] += E.Dur;
+  bool Linked = false;
+  for (unsigned I : Nest.Order) {
     const TraceEvent &E = Trace[I];
-    int P = Parent[I];
-    Region[I] = E.Kind == TraceEventKind::Region ? int(I)
-                : P >= 0                         ? Region[P]
-                                                 : -1;
+    if (E.Kind != TraceEventKind::Launch || E.Correlation < 0)
+      continue;
+    auto It = DeviceTime.find(E.Correlation);
+    if (It == DeviceTime.end())
+      continue;
+    Time[I] = It->second;
+    Linked = true;
+  }
+  if (!Linked)
+    return makeFileError(
+        File, 0, 0,
+        "the trace has GPU kernels (\"cat\": \"kernel\") but no launch "
+        "(\"cat\": \"cuda_runtime\" or \"cuda_driver\") with the "
+        "\"correlation\" of any of them: cannot tell which op ran them");
+  // Children come after their parent in Order.
+  for (unsigned I : llvm::reverse(Nest.Order))
+    if (Nest.Parent[I] >= 0)
+      Time[Nest.Parent[I]] += Time[I];
+  return std::move(Time);
+}
+
+// Autograd numbers the nodes it creates per forward thread; every op
+// recorded with grad enabled carries the number of the next node, so the
+// op that created node S is the last one to start with number S (a
+// composite op like aten::matmul starts before the aten::mm that creates
+// the node, and ops after it carry S + 1). The region around that op owns
+// the node.
+ProfileReader::NodeOwners
+ProfileReader::findNodeOwners(const EventNesting &Nest) const {
+  const size_t N = Trace.size();
+  NodeOwners Owners;
+  Owners.Region.assign(N, -1);
+  std::vector<bool> InBackward(N, false);
+  for (unsigned I : Nest.Order) {
+    const TraceEvent &E = Trace[I];
+    int P = Nest.Parent[I];
+    Owners.Region[I] = E.Kind == TraceEventKind::Region ? int(I)
+                       : P >= 0                         ? Owners.Region[P]
+                                                        : -1;
     InBackward[I] =
         E.Kind == TraceEventKind::Backward || (P >= 0 && InBackward[P]);
     if (InBackward[I] || E.Seq < 0)
       continue;
-    auto [It, New] = Creator.try_emplace(E.Seq, I);
+    auto [It, New] = Owners.Creator.try_emplace(E.Seq, I);
     if (!New && E.Start >= Trace[It->second].Start)
       It->second = I;
   }
-  auto Owner = [&](int64_t Seq) {
-    auto It = Creator.find(Seq);
-    return Seq < 0 || It == Creator.end() ? -1 : Region[It->second];
-  };
+  return Owners;
+}
 
+/// Says why no backward event could be attributed to a region.
+void ProfileReader::noteUnattributedBackward(bool AnyNumbered,
+                                             bool HasRegions) {
+  if (!AnyNumbered)
+    Notes.push_back("the trace's backward events (" + BackwardPrefix.str() +
+                    "...) have no \"Sequence number\" (a profiler without "
+                    "Kineto?): backward ops keep their estimates");
+  else if (!HasRegions)
+    Notes.push_back("the trace has no regions (\"cat\": "
+                    "\"user_annotation\") to attribute backward events "
+                    "to: backward ops keep their estimates");
+  else
+    Notes.push_back("no op inside a region (\"cat\": \"user_annotation\") "
+                    "carries the \"Sequence number\" of a backward event: "
+                    "backward ops keep their estimates");
+}
+
+/// The node's backward events are the backward of the region that owns
+/// the node: "<region>/grad", unless the trace names such events itself.
+void ProfileReader::attributeBackward(const EventNesting &Nest,
+                                      ArrayRef<double> Time) {
+  const size_t N = Trace.size();
+  NodeOwners Owners = findNodeOwners(Nest);
   std::vector<double> BackwardTime(N, 0);
   std::vector<bool> HasBackward(N, false);
   unsigned NumBackward = 0, NumNumbered = 0, NumAttributed = 0;
   bool HasRegions = false;
-  for (unsigned I : Order) {
+  for (unsigned I : Nest.Order) {
     const TraceEvent &E = Trace[I];
     HasRegions |= E.Kind == TraceEventKind::Region;
     if (E.Kind != TraceEventKind::Backward)
       continue;
     ++NumBackward;
     NumNumbered += E.Seq >= 0;
-    int R = Owner(E.Seq);
+    int R = Owners.getOwner(E.Seq);
     if (R < 0)
       continue;
     ++NumAttributed;
     // Count a node run inside another node of the same region once
     // (reentrant backward, e.g. checkpointing).
     bool Nested = false;
-    for (int P = Parent[I]; P >= 0 && !Nested; P = Parent[P])
-      Nested =
-          Trace[P].Kind == TraceEventKind::Backward && Owner(Trace[P].Seq) == R;
+    for (int P = Nest.Parent[I]; P >= 0 && !Nested; P = Nest.Parent[P])
+      Nested = Trace[P].Kind == TraceEventKind::Backward &&
+               Owners.getOwner(Trace[P].Seq) == R;
     if (Nested)
       continue;
     BackwardTime[R] += Time[I];
     HasBackward[R] = true;
   }
-  if (NumBackward && !NumAttributed) {
-    if (!NumNumbered)
-      Notes.push_back("the trace's backward events (" + BackwardPrefix.str() +
-                      "...) have no \"Sequence number\" (a profiler without "
-                      "Kineto?): backward ops keep their estimates");
-    else if (!HasRegions)
-      Notes.push_back("the trace has no regions (\"cat\": "
-                      "\"user_annotation\") to attribute backward events "
-                      "to: backward ops keep their estimates");
-    else
-      Notes.push_back("no op inside a region (\"cat\": \"user_annotation\") "
-                      "carries the \"Sequence number\" of a backward event: "
-                      "backward ops keep their estimates");
-  }
+  if (NumBackward && !NumAttributed)
+    noteUnattributedBackward(NumNumbered != 0, HasRegions);
 
-  // "<region>/grad", unless the trace names such events itself.
   StringMap<SmallVector<double, 1>> Derived;
-  for (unsigned I : Order)
+  for (unsigned I : Nest.Order)
     if (HasBackward[I])
       Derived[(Trace[I].Name + "/grad").str()].push_back(BackwardTime[I] / 1e6);
   for (auto &KV : Derived)
     Durations.try_emplace(KV.getKey(), std::move(KV.getValue()));
+}
+
+Error ProfileReader::attributeTrace() {
+  EventNesting Nest = nestHostEvents();
+  Expected<std::vector<double>> Time = computeEventTimes(Nest);
+  if (!Time)
+    return Time.takeError();
+  for (unsigned I = 0, N = Trace.size(); I != N; ++I)
+    if (!HasKernels || Trace[I].isHost())
+      Durations[Trace[I].Name].push_back((*Time)[I] / 1e6);
+  attributeBackward(Nest, *Time);
   return Error::success();
 }
 

@@ -285,13 +285,8 @@ getUserModel(const EmitOptions &Opts, const PassContext &Ctx,
                                     /*RequiresNullTerminator=*/false);
 }
 
-Error EmitPass::run(Graph &G, PassContext &Ctx) {
-  if (!Ctx.TheCluster)
-    return makeError("emit needs a cluster: pass -cluster=<preset|file>");
-  const Cluster &C = *Ctx.TheCluster;
-  Expected<std::string> Prefix = getOutputPrefix(Opts, G, Ctx);
-  if (!Prefix)
-    return Prefix.takeError();
+/// Checks that the directory of every file given with F=FILE exists.
+static Error checkOutputDirectories(const EmitOptions &Opts) {
   for (unsigned I = 0; I != NumEmitFormats; ++I) {
     if (Opts.Paths[I].empty() || Opts.Paths[I] == "-")
       continue;
@@ -300,25 +295,102 @@ Error EmitPass::run(Graph &G, PassContext &Ctx) {
       return makeError("emit: " + Formats[I].Name + "=" + Opts.Paths[I] +
                        ": directory '" + Dir + "' does not exist");
   }
-  std::string Dot;
-  if (Opts.RenderSVG) {
-    ErrorOr<std::string> Found = sys::findProgramByName("dot");
-    if (!Found)
-      return makeError("emit{render=svg}: Graphviz's 'dot' is not on PATH "
-                       "(Debian package graphviz)");
-    Dot = std::move(*Found);
-  }
-  // The step simulate simulated, when it ran on this graph.
-  Expected<const StepSimulation *> Sim = getStepSimulation(G, C, Ctx.Analyses);
-  if (!Sim)
-    return Sim.takeError();
-  PlacedStep S = PlacedStep::build(G, **Sim);
-  if (const PlacementSearch *Search = Ctx.Analyses.get<PlacementSearch>())
-    S.SearchSeconds = Search->Seconds;
+  return Error::success();
+}
 
-  // The user's model, read and mapped before anything is written.
-  Optional<PlacedModel> PM;
+/// Graphviz's dot, for render=svg.
+static Expected<std::string> findDot() {
+  ErrorOr<std::string> Found = sys::findProgramByName("dot");
+  if (!Found)
+    return makeError("emit{render=svg}: Graphviz's 'dot' is not on PATH "
+                     "(Debian package graphviz)");
+  return std::move(*Found);
+}
+
+namespace {
+/// One run of emit over a simulated placed step: the user's model when a
+/// format needs it, then each format's files, in the order of the formats.
+class EmitRun {
+public:
+  EmitRun(const Graph &G, PassContext &Ctx, const EmitOptions &Opts,
+          const StepSimulation &Sim, std::string Prefix, std::string Dot)
+      : G(G), C(*Ctx.TheCluster), Ctx(Ctx), Opts(Opts),
+        S(PlacedStep::build(G, Sim)), E(Opts, std::move(Prefix)),
+        Dot(std::move(Dot)) {
+    if (const PlacementSearch *Search = Ctx.Analyses.get<PlacementSearch>())
+      S.SearchSeconds = Search->Seconds;
+  }
+
+  /// Reads and maps the user's model and computes the device map, before
+  /// anything is written.
+  Error prepare();
+  /// Writes the files of every format asked for.
+  Error writeFormats();
+  /// Says on the pass's report what was written and the warnings.
+  void report(raw_ostream &OS) const;
+
+private:
+  Error writeFile(EmitFormatKind K, function_ref<void(raw_ostream &)> Body) {
+    return E.write(E.getPath(K), getFormat(K).Description, Body);
+  }
+  static const FormatInfo &getFormat(EmitFormatKind K) {
+    return Formats[static_cast<unsigned>(K)];
+  }
+
+  Error writePlacedModel();
+  Error writeSplit();
+  Error writeJSON() {
+    return writeFile(EmitFormatKind::JSON,
+                     [&](raw_ostream &OS) { writePlacementJSON(OS, S); });
+  }
+  Error writeDeviceMapFile() {
+    return writeFile(EmitFormatKind::DeviceMap,
+                     [&](raw_ostream &OS) { writeDeviceMap(OS, S, Map); });
+  }
+  Error writeTrace() {
+    return writeFile(EmitFormatKind::Trace, [&](raw_ostream &OS) {
+      writeChromeTrace(OS, G, C, S.Result);
+    });
+  }
+  Error writeDotFiles();
+  Error writeReportFile() {
+    return writeFile(EmitFormatKind::Report,
+                     [&](raw_ostream &OS) { writeReport(OS, S); });
+  }
+  Error writeHTML() {
+    return writeFile(EmitFormatKind::HTML, [&](raw_ostream &OS) {
+      writeHTMLReport(OS, S, GraphSVG);
+    });
+  }
+
+  /// Each format's writer, by EmitFormatKind.
+  using WriterFn = Error (EmitRun::*)();
+  static const WriterFn Writers[NumEmitFormats];
+
+  const Graph &G;
+  const Cluster &C;
+  PassContext &Ctx;
+  const EmitOptions &Opts;
+  PlacedStep S;
+  Emitter E;
+  /// Graphviz's dot, for render=svg.
+  std::string Dot;
+  /// The user's model, mapped to S, for onnx and split.
   std::unique_ptr<MemoryBuffer> ModelBuffer;
+  Optional<PlacedModel> PM;
+  DeviceMap Map;
+  /// The rendered graph, for the HTML report.
+  std::string GraphSVG;
+};
+} // namespace
+
+const EmitRun::WriterFn EmitRun::Writers[NumEmitFormats] = {
+    &EmitRun::writePlacedModel,   &EmitRun::writeSplit, &EmitRun::writeJSON,
+    &EmitRun::writeDeviceMapFile, &EmitRun::writeTrace, &EmitRun::writeDotFiles,
+    &EmitRun::writeReportFile,    &EmitRun::writeHTML,
+};
+
+Error EmitRun::prepare() {
   if (Opts.has(EmitFormatKind::ONNX) || Opts.has(EmitFormatKind::Split)) {
     Expected<std::unique_ptr<MemoryBuffer>> Buf =
         getUserModel(Opts, Ctx,
@@ -336,117 +408,132 @@ Error EmitPass::run(Graph &G, PassContext &Ctx) {
       return Built.takeError();
     PM.emplace(std::move(*Built));
   }
-  DeviceMap Map;
   if (Opts.has(EmitFormatKind::DeviceMap)) {
     Map = computeDeviceMap(S);
     S.Warnings.insert(S.Warnings.end(), Map.Warnings.begin(),
                       Map.Warnings.end());
   }
+  return Error::success();
+}
 
-  Emitter E(Opts, *Prefix);
-  if (Opts.has(EmitFormatKind::ONNX)) {
-    std::unique_ptr<onnx::ModelProto> Placed = PM->makePlacedModel();
-    if (Error Err = checkONNXModel(*Placed, "the placed model"))
+Error EmitRun::writePlacedModel() {
+  std::unique_ptr<onnx::ModelProto> Placed = PM->makePlacedModel();
+  if (Error Err = checkONNXModel(*Placed, "the placed model"))
+    return Err;
+  std::string Path = E.getPath(EmitFormatKind::ONNX);
+  if (Error Err = writeONNXModel(Path, *Placed))
+    return Err;
+  E.wrote(Path, getFormat(EmitFormatKind::ONNX).Description);
+  return Error::success();
+}
+
+Error EmitRun::writeSplit() {
+  Expected<SplitModel> Split = PM->split();
+  if (!Split)
+    return Split.takeError();
+  // Segment files beside the manifest, named after their devices and
+  // their position on the device.
+  std::string Manifest = E.getPath(EmitFormatKind::Split);
+  StringRef Base = Manifest;
+  if (!Base.consume_back(".split.json"))
+    Base.consume_back(".json");
+  std::vector<std::string> Files, Paths, Whats;
+  for (const SplitModel::Segment &Seg : Split->Segments) {
+    StringRef DevName = C.getDevices()[Seg.Device].Name;
+    std::string Path = Base.str() + "." + sanitizeForFileName(DevName) + "." +
+                       std::to_string(Seg.IndexOnDevice) + ".onnx";
+    while (is_contained(Paths, Path))
+      Path.insert(Path.size() - 5, "_");
+    std::string What =
+        "segment " + std::to_string(Seg.IndexOnDevice) + " on " + DevName.str();
+    if (Error Err = checkONNXModel(*Seg.Model, "the submodel of " + What))
       return Err;
-    std::string Path = E.getPath(EmitFormatKind::ONNX);
-    if (Error Err = writeONNXModel(Path, *Placed))
-      return Err;
-    E.wrote(Path, "placed ONNX model");
+    Paths.push_back(Path);
+    Files.push_back(sys::path::filename(Path).str());
+    Whats.push_back("submodel of " + What);
   }
-  if (Opts.has(EmitFormatKind::Split)) {
-    Expected<SplitModel> Split = PM->split();
-    if (!Split)
-      return Split.takeError();
-    // Segment files beside the manifest, named after their devices and
-    // their position on the device.
-    std::string Manifest = E.getPath(EmitFormatKind::Split);
-    StringRef Base = Manifest;
-    if (!Base.consume_back(".split.json"))
-      Base.consume_back(".json");
-    std::vector<std::string> Files, Paths, Whats;
-    for (const SplitModel::Segment &Seg : Split->Segments) {
-      StringRef DevName = C.getDevices()[Seg.Device].Name;
-      std::string Path = Base.str() + "." + sanitizeForFileName(DevName) + "." +
-                         std::to_string(Seg.IndexOnDevice) + ".onnx";
-      while (is_contained(Paths, Path))
-        Path.insert(Path.size() - 5, "_");
-      std::string What = "segment " + std::to_string(Seg.IndexOnDevice) +
-                         " on " + DevName.str();
-      if (Error Err = checkONNXModel(*Seg.Model, "the submodel of " + What))
-        return Err;
-      Paths.push_back(Path);
-      Files.push_back(sys::path::filename(Path).str());
-      Whats.push_back("submodel of " + What);
-    }
-    for (unsigned I = 0, N = Paths.size(); I != N; ++I) {
-      if (Error Err = writeONNXModel(Paths[I], *Split->Segments[I].Model))
-        return Err;
-      E.wrote(Paths[I], Whats[I]);
-    }
-    if (Error Err = E.write(Manifest, "split manifest", [&](raw_ostream &OS) {
-          writeSplitManifest(OS, S, *PM, *Split, Files);
-        }))
+  for (unsigned I = 0, N = Paths.size(); I != N; ++I) {
+    if (Error Err = writeONNXModel(Paths[I], *Split->Segments[I].Model))
       return Err;
+    E.wrote(Paths[I], Whats[I]);
   }
-  if (Opts.has(EmitFormatKind::JSON))
-    if (Error Err =
-            E.write(E.getPath(EmitFormatKind::JSON), "placement JSON",
-                    [&](raw_ostream &OS) { writePlacementJSON(OS, S); }))
-      return Err;
-  if (Opts.has(EmitFormatKind::DeviceMap))
-    if (Error Err =
-            E.write(E.getPath(EmitFormatKind::DeviceMap), "PyTorch device_map",
-                    [&](raw_ostream &OS) { writeDeviceMap(OS, S, Map); }))
-      return Err;
-  if (Opts.has(EmitFormatKind::Trace))
-    if (Error Err = E.write(
-            E.getPath(EmitFormatKind::Trace), "Chrome trace",
-            [&](raw_ostream &OS) { writeChromeTrace(OS, G, C, S.Result); }))
-      return Err;
-  std::string GraphSVG;
-  if (Opts.has(EmitFormatKind::Dot)) {
-    std::string Path = E.getPath(EmitFormatKind::Dot);
-    std::string DotText;
-    {
-      raw_string_ostream DotOS(DotText);
-      writeDot(DotOS, S);
-    }
-    if (Error Err = E.write(Path, "Graphviz graph",
-                            [&](raw_ostream &OS) { OS << DotText; }))
-      return Err;
-    if (Opts.RenderSVG) {
-      Expected<std::string> SVG = renderSVG(Dot, DotText, Path);
-      if (!SVG)
-        return SVG.takeError();
-      std::string SVGPath =
-          (StringRef(Path).endswith(".dot") ? StringRef(Path).drop_back(4)
-                                            : StringRef(Path))
-              .str() +
-          ".svg";
-      if (Error Err = E.write(SVGPath, "Graphviz rendering",
-                              [&](raw_ostream &OS) { OS << *SVG; }))
-        return Err;
-      if (Opts.has(EmitFormatKind::HTML))
-        GraphSVG = std::move(*SVG);
-    }
+  return E.write(
+      Manifest, getFormat(EmitFormatKind::Split).Description,
+      [&](raw_ostream &OS) { writeSplitManifest(OS, S, *PM, *Split, Files); });
+}
+
+Error EmitRun::writeDotFiles() {
+  std::string Path = E.getPath(EmitFormatKind::Dot);
+  std::string DotText;
+  {
+    raw_string_ostream DotOS(DotText);
+    writeDot(DotOS, S);
   }
-  if (Opts.has(EmitFormatKind::Report))
-    if (Error Err = E.write(E.getPath(EmitFormatKind::Report), "report",
-                            [&](raw_ostream &OS) { writeReport(OS, S); }))
-      return Err;
+  if (Error Err = E.write(Path, getFormat(EmitFormatKind::Dot).Description,
+                          [&](raw_ostream &OS) { OS << DotText; }))
+    return Err;
+  if (!Opts.RenderSVG)
+    return Error::success();
+  Expected<std::string> SVG = renderSVG(Dot, DotText, Path);
+  if (!SVG)
+    return SVG.takeError();
+  std::string SVGPath =
+      (StringRef(Path).endswith(".dot") ? StringRef(Path).drop_back(4)
+                                        : StringRef(Path))
+          .str() +
+      ".svg";
+  if (Error Err = E.write(SVGPath, "Graphviz rendering",
+                          [&](raw_ostream &OS) { OS << *SVG; }))
+    return Err;
   if (Opts.has(EmitFormatKind::HTML))
-    if (Error Err =
-            E.write(E.getPath(EmitFormatKind::HTML), "HTML report",
-                    [&](raw_ostream &OS) { writeHTMLReport(OS, S, GraphSVG); }))
-      return Err;
+    GraphSVG = std::move(*SVG);
+  return Error::success();
+}
 
-  if (Ctx.Report) {
-    for (const std::string &W : S.Warnings)
-      *Ctx.Report << "emit: warning: " << W << '\n';
-    for (const auto &[Path, What] : E.getWritten())
-      if (Path != "-")
-        *Ctx.Report << "emit: wrote " << Path << " (" << What << ")\n";
+Error EmitRun::writeFormats() {
+  for (unsigned I = 0; I != NumEmitFormats; ++I)
+    if (Opts.Formats[I])
+      if (Error Err = (this->*Writers[I])())
+        return Err;
+  return Error::success();
+}
+
+void EmitRun::report(raw_ostream &OS) const {
+  for (const std::string &W : S.Warnings)
+    OS << "emit: warning: " << W << '\n';
+  for (const auto &[Path, What] : E.getWritten())
+    if (Path != "-")
+      OS << "emit: wrote " << Path << " (" << What << ")\n";
+}
+
+Error EmitPass::run(Graph &G, PassContext &Ctx) {
+  if (!Ctx.TheCluster)
+    return makeError("emit needs a cluster: pass -cluster=<preset|file>");
+  Expected<std::string> Prefix = getOutputPrefix(Opts, G, Ctx);
+  if (!Prefix)
+    return Prefix.takeError();
+  if (Error E = checkOutputDirectories(Opts))
+    return E;
+  std::string Dot;
+  if (Opts.RenderSVG) {
+    Expected<std::string> Found = findDot();
+    if (!Found)
+      return Found.takeError();
+    Dot = std::move(*Found);
   }
+  // The step simulate simulated, when it ran on this graph.
+  Expected<const StepSimulation *> Sim =
+      getStepSimulation(G, *Ctx.TheCluster, Ctx.Analyses);
+  if (!Sim)
+    return Sim.takeError();
+
+  EmitRun Run(G, Ctx, Opts, **Sim, std::move(*Prefix), std::move(Dot));
+  if (Error E = Run.prepare())
+    return E;
+  if (Error E = Run.writeFormats())
+    return E;
+  if (Ctx.Report)
+    Run.report(*Ctx.Report);
   return Error::success();
 }
 

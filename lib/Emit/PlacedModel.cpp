@@ -443,20 +443,60 @@ static void copyModelFields(const onnx::ModelProto &M, onnx::ModelProto &Out) {
   *Out.mutable_functions() = M.functions();
 }
 
-Expected<SplitModel> PlacedModel::split() const {
-  const onnx::GraphProto &OG = Model->graph();
-  const Cluster &C = *S->C;
-  unsigned N = OG.node_size();
+namespace {
+/// Cuts a placed model into one submodel per segment (PlacedModel::split):
+/// the dataflow between the model's nodes, a topological order of them,
+/// their segments, the tensors that cross segments, then each segment's
+/// model.
+class ModelSplitter {
+public:
+  ModelSplitter(const PlacedModel &PM, const PlacedStep &S, StringRef File)
+      : PM(PM), S(S), File(File), OG(PM.getModel().graph()), C(*S.C),
+        N(OG.node_size()), Types(PM.getModel(), *S.G) {}
 
+  Expected<SplitModel> run();
+
+private:
+  void findDataflow();
+  Error sortNodes();
+  void assignSegments();
+  void findTransfers();
+  Error addValue(google::protobuf::RepeatedPtrField<onnx::ValueInfoProto> &List,
+                 StringRef Name, const onnx::ValueInfoProto *Declared);
+  Error buildSegmentModel(unsigned K);
+
+  const PlacedModel &PM;
+  const PlacedStep &S;
+  StringRef File;
+  const onnx::GraphProto &OG;
+  const Cluster &C;
+  unsigned N;
+  TypeFinder Types;
+
+  /// The node that makes each tensor.
   StringMap<unsigned> Producer;
+  /// What every node reads, and the nodes it reads from.
+  std::vector<std::vector<std::string>> Reads;
+  std::vector<std::vector<unsigned>> Producers;
+  /// A topological order of the nodes, and each node's place in it.
+  std::vector<unsigned> Order, Position;
+  /// Each node's segment, by node index.
+  std::vector<unsigned> SegmentOf;
+  /// The tensors that cross segments.
+  StringSet<> Crossing;
+  StringMap<const onnx::ValueInfoProto *> DeclaredInputs, DeclaredOutputs;
+  SplitModel Split;
+};
+} // namespace
+
+void ModelSplitter::findDataflow() {
   for (unsigned I = 0; I != N; ++I)
     for (const std::string &Out : OG.node(I).output())
       if (!Out.empty())
         Producer.try_emplace(Out, I);
 
-  // What every node reads, and the nodes it reads from.
-  std::vector<std::vector<std::string>> Reads(N);
-  std::vector<std::vector<unsigned>> Producers(N);
+  Reads.resize(N);
+  Producers.resize(N);
   for (unsigned I = 0; I != N; ++I) {
     Reads[I] = getNodeReads(OG.node(I));
     for (const std::string &T : Reads[I]) {
@@ -465,72 +505,72 @@ Expected<SplitModel> PlacedModel::split() const {
         Producers[I].push_back(It->second);
     }
   }
+}
 
-  // A topological order, the model's where the dataflow allows (ONNX
-  // wants nodes sorted; import-onnx accepts them unsorted).
-  std::vector<unsigned> Order, Position(N);
-  {
-    std::vector<unsigned> Pending(N);
-    std::vector<SmallVector<unsigned, 2>> Users(N);
-    for (unsigned I = 0; I != N; ++I) {
-      Pending[I] = Producers[I].size();
-      for (unsigned P : Producers[I])
-        Users[P].push_back(I);
-    }
-    std::priority_queue<unsigned, std::vector<unsigned>, std::greater<>> Ready;
-    for (unsigned I = 0; I != N; ++I)
-      if (!Pending[I])
-        Ready.push(I);
-    while (!Ready.empty()) {
-      unsigned I = Ready.top();
-      Ready.pop();
-      Position[I] = Order.size();
-      Order.push_back(I);
-      for (unsigned U : Users[I])
-        if (!--Pending[U])
-          Ready.push(U);
-    }
-    if (Order.size() != N) {
-      unsigned Stuck = 0;
-      while (!Pending[Stuck])
-        ++Stuck;
-      return make_error<LocatedError>(
-          DiagLocation{File, 0, 0, NodeNames[Stuck], ""},
-          "emit{format=split}: the model's nodes form a cycle through this "
-          "node; the model must be the one the graph was imported from");
-    }
+/// A topological order, the model's where the dataflow allows (ONNX wants
+/// nodes sorted; import-onnx accepts them unsorted).
+Error ModelSplitter::sortNodes() {
+  Position.resize(N);
+  std::vector<unsigned> Pending(N);
+  std::vector<SmallVector<unsigned, 2>> Users(N);
+  for (unsigned I = 0; I != N; ++I) {
+    Pending[I] = Producers[I].size();
+    for (unsigned P : Producers[I])
+      Users[P].push_back(I);
   }
+  std::priority_queue<unsigned, std::vector<unsigned>, std::greater<>> Ready;
+  for (unsigned I = 0; I != N; ++I)
+    if (!Pending[I])
+      Ready.push(I);
+  while (!Ready.empty()) {
+    unsigned I = Ready.top();
+    Ready.pop();
+    Position[I] = Order.size();
+    Order.push_back(I);
+    for (unsigned U : Users[I])
+      if (!--Pending[U])
+        Ready.push(U);
+  }
+  if (Order.size() == N)
+    return Error::success();
+  unsigned Stuck = 0;
+  while (!Pending[Stuck])
+    ++Stuck;
+  return make_error<LocatedError>(
+      DiagLocation{File.str(), 0, 0, PM.getNodeNames()[Stuck], ""},
+      "emit{format=split}: the model's nodes form a cycle through this "
+      "node; the model must be the one the graph was imported from");
+}
 
-  Segmentation Segs;
-  {
-    std::vector<unsigned> Devices(N);
-    std::vector<std::vector<unsigned>> Sorted(N);
-    for (unsigned K = 0; K != N; ++K) {
-      Devices[K] = NodeDevices[Order[K]];
-      for (unsigned P : Producers[Order[K]])
-        Sorted[K].push_back(Position[P]);
-    }
-    Segs = computeSegments(Devices, Sorted);
+/// Segments the nodes in their sorted order, and gives the split its
+/// segments with their nodes.
+void ModelSplitter::assignSegments() {
+  std::vector<unsigned> Devices(N);
+  std::vector<std::vector<unsigned>> Sorted(N);
+  for (unsigned K = 0; K != N; ++K) {
+    Devices[K] = PM.getNodeDevices()[Order[K]];
+    for (unsigned P : Producers[Order[K]])
+      Sorted[K].push_back(Position[P]);
   }
+  Segmentation Segs = computeSegments(Devices, Sorted);
   // By node index, as the rest uses it.
-  std::vector<unsigned> SegmentOf(N);
+  SegmentOf.resize(N);
   for (unsigned K = 0; K != N; ++K)
     SegmentOf[Order[K]] = Segs.SegmentOf[K];
   unsigned NumSegs = Segs.getNumSegments();
-  SplitModel Split;
   Split.Segments.resize(NumSegs);
-  {
-    std::vector<unsigned> PerDevice(C.getNumDevices());
-    for (unsigned K = 0; K != NumSegs; ++K) {
-      Split.Segments[K].Device = Segs.Device[K];
-      Split.Segments[K].IndexOnDevice = PerDevice[Segs.Device[K]]++;
-    }
+  std::vector<unsigned> PerDevice(C.getNumDevices());
+  for (unsigned K = 0; K != NumSegs; ++K) {
+    Split.Segments[K].Device = Segs.Device[K];
+    Split.Segments[K].IndexOnDevice = PerDevice[Segs.Device[K]]++;
   }
   for (unsigned I : Order)
     Split.Segments[SegmentOf[I]].Nodes.push_back(I);
+}
 
-  // The segments that read each tensor that crosses segments, and the
-  // segments each segment runs after.
+/// The segments that read each tensor that crosses segments, and the
+/// segments each segment runs after.
+void ModelSplitter::findTransfers() {
   StringMap<SmallVector<unsigned, 2>> ReadBy;
   for (unsigned I : Order) {
     unsigned To = SegmentOf[I];
@@ -549,7 +589,6 @@ Expected<SplitModel> PlacedModel::split() const {
   for (SplitModel::Segment &Seg : Split.Segments)
     llvm::sort(Seg.After);
   // In the order their producers run.
-  StringSet<> Crossing;
   for (unsigned I : Order) {
     for (const std::string &Out : OG.node(I).output()) {
       auto It = ReadBy.find(Out);
@@ -565,111 +604,128 @@ Expected<SplitModel> PlacedModel::split() const {
       Split.Transfers.push_back(std::move(X));
     }
   }
+}
 
-  TypeFinder Types(*Model, *S->G);
-  auto AddValue =
-      [&](google::protobuf::RepeatedPtrField<onnx::ValueInfoProto> &List,
-          StringRef Name, const onnx::ValueInfoProto *Declared) -> Error {
-    onnx::ValueInfoProto *VI = List.Add();
-    if (Declared) {
-      *VI = *Declared;
-      return Error::success();
-    }
-    VI->set_name(Name.str());
-    const onnx::TypeProto *TP = Types.find(Name);
-    if (!TP)
-      return make_error<LocatedError>(
-          DiagLocation{File, 0, 0, "", Name.str()},
-          "emit{format=split}: the type of the tensor is unknown, and it "
-          "crosses segments");
-    *VI->mutable_type() = *TP;
+/// Adds to \p List the value \p Name: as the model declares it, else with
+/// the type found for it.
+Error ModelSplitter::addValue(
+    google::protobuf::RepeatedPtrField<onnx::ValueInfoProto> &List,
+    StringRef Name, const onnx::ValueInfoProto *Declared) {
+  onnx::ValueInfoProto *VI = List.Add();
+  if (Declared) {
+    *VI = *Declared;
     return Error::success();
-  };
-  for (SegmentTensor &X : Split.Transfers)
-    X.Bytes = getTensorBytes(*S->G, X.Name, Types.find(X.Name));
+  }
+  VI->set_name(Name.str());
+  const onnx::TypeProto *TP = Types.find(Name);
+  if (!TP)
+    return make_error<LocatedError>(
+        DiagLocation{File.str(), 0, 0, "", Name.str()},
+        "emit{format=split}: the type of the tensor is unknown, and it "
+        "crosses segments");
+  *VI->mutable_type() = *TP;
+  return Error::success();
+}
 
-  StringMap<const onnx::ValueInfoProto *> DeclaredInputs, DeclaredOutputs;
+/// Makes the model of segment \p K.
+Error ModelSplitter::buildSegmentModel(unsigned K) {
+  SplitModel::Segment &Seg = Split.Segments[K];
+  auto Part = std::make_unique<onnx::ModelProto>();
+  // The model's own fields, without its graph (and the weights in it).
+  copyModelFields(PM.getModel(), *Part);
+  onnx::GraphProto &PG = *Part->mutable_graph();
+  StringRef DevName = C.getDevices()[Seg.Device].Name;
+  PG.set_name(OG.name() + "@" + DevName.str() + "#" +
+              std::to_string(Seg.IndexOnDevice));
+  PG.set_doc_string("segment " + std::to_string(K) + " of graph '" + OG.name() +
+                    "', the nodes of its segment " +
+                    std::to_string(Seg.IndexOnDevice) + " on " + DevName.str() +
+                    " (dp emit{format=split})");
+
+  StringSet<> Used, Made;
+  for (unsigned I : Seg.Nodes) {
+    *PG.add_node() = OG.node(I);
+    for (const std::string &T : Reads[I])
+      Used.insert(T);
+    for (const std::string &T : OG.node(I).output())
+      if (!T.empty())
+        Made.insert(T);
+  }
+  // Graph outputs that no node makes (an input passed through) belong to
+  // the first segment.
+  bool First = K == 0;
+  if (First)
+    for (const auto &VI : OG.output())
+      if (!Producer.count(VI.name()))
+        Used.insert(VI.name());
+
+  // Inputs: the model's, then what earlier segments send, in order.
+  for (const auto &VI : OG.input())
+    if (Used.contains(VI.name()))
+      *PG.add_input() = VI;
+  for (const SegmentTensor &X : Split.Transfers)
+    if (is_contained(X.To, K))
+      if (Error E = addValue(*PG.mutable_input(), X.Name,
+                             DeclaredInputs.lookup(X.Name)))
+        return E;
+  for (const auto &T : OG.initializer())
+    if (Used.contains(T.name()))
+      *PG.add_initializer() = T;
+  for (const auto &T : OG.sparse_initializer())
+    if (Used.contains(T.values().name()))
+      *PG.add_sparse_initializer() = T;
+
+  // Outputs: the model's made here, then what later segments read.
+  StringSet<> Outputs;
+  for (const auto &VI : OG.output())
+    if (Made.contains(VI.name()) || (First && !Producer.count(VI.name()))) {
+      *PG.add_output() = VI;
+      Outputs.insert(VI.name());
+    }
+  for (const SegmentTensor &X : Split.Transfers)
+    if (X.From == K && Outputs.insert(X.Name).second)
+      if (Error E = addValue(*PG.mutable_output(), X.Name,
+                             DeclaredOutputs.lookup(X.Name)))
+        return E;
+  for (const auto &VI : OG.value_info())
+    if ((Made.contains(VI.name()) || Used.contains(VI.name())) &&
+        !Outputs.contains(VI.name()) && !Crossing.contains(VI.name()))
+      *PG.add_value_info() = VI;
+
+  SmallVector<bool, 0> InSegment(N);
+  for (unsigned I : Seg.Nodes)
+    InSegment[I] = true;
+  setMetadata(
+      *Part, ONNXPlacementKey,
+      makePlacementJSON(PM, C, [&](unsigned I) { return InSegment[I]; }));
+  setMetadata(*Part, ClusterKey, C.getName());
+  setMetadata(*Part, DeviceKey, DevName);
+  setMetadata(*Part, SegmentKey, std::to_string(K));
+  Seg.Model = std::move(Part);
+  return Error::success();
+}
+
+Expected<SplitModel> ModelSplitter::run() {
+  findDataflow();
+  if (Error E = sortNodes())
+    return std::move(E);
+  assignSegments();
+  findTransfers();
+  for (SegmentTensor &X : Split.Transfers)
+    X.Bytes = getTensorBytes(*S.G, X.Name, Types.find(X.Name));
+
   for (const auto &VI : OG.input())
     DeclaredInputs[VI.name()] = &VI;
   for (const auto &VI : OG.output())
     DeclaredOutputs[VI.name()] = &VI;
-
-  for (unsigned K = 0; K != NumSegs; ++K) {
-    SplitModel::Segment &Seg = Split.Segments[K];
-    auto Part = std::make_unique<onnx::ModelProto>();
-    // The model's own fields, without its graph (and the weights in it).
-    copyModelFields(*Model, *Part);
-    onnx::GraphProto &PG = *Part->mutable_graph();
-    StringRef DevName = C.getDevices()[Seg.Device].Name;
-    PG.set_name(OG.name() + "@" + DevName.str() + "#" +
-                std::to_string(Seg.IndexOnDevice));
-    PG.set_doc_string("segment " + std::to_string(K) + " of graph '" +
-                      OG.name() + "', the nodes of its segment " +
-                      std::to_string(Seg.IndexOnDevice) + " on " +
-                      DevName.str() + " (dp emit{format=split})");
-
-    StringSet<> Used, Made;
-    for (unsigned I : Seg.Nodes) {
-      *PG.add_node() = OG.node(I);
-      for (const std::string &T : Reads[I])
-        Used.insert(T);
-      for (const std::string &T : OG.node(I).output())
-        if (!T.empty())
-          Made.insert(T);
-    }
-    // Graph outputs that no node makes (an input passed through) belong to
-    // the first segment.
-    bool First = K == 0;
-    if (First)
-      for (const auto &VI : OG.output())
-        if (!Producer.count(VI.name()))
-          Used.insert(VI.name());
-
-    // Inputs: the model's, then what earlier segments send, in order.
-    for (const auto &VI : OG.input())
-      if (Used.contains(VI.name()))
-        *PG.add_input() = VI;
-    for (const SegmentTensor &X : Split.Transfers)
-      if (is_contained(X.To, K))
-        if (Error E = AddValue(*PG.mutable_input(), X.Name,
-                               DeclaredInputs.lookup(X.Name)))
-          return std::move(E);
-    for (const auto &T : OG.initializer())
-      if (Used.contains(T.name()))
-        *PG.add_initializer() = T;
-    for (const auto &T : OG.sparse_initializer())
-      if (Used.contains(T.values().name()))
-        *PG.add_sparse_initializer() = T;
-
-    // Outputs: the model's made here, then what later segments read.
-    StringSet<> Outputs;
-    for (const auto &VI : OG.output())
-      if (Made.contains(VI.name()) || (First && !Producer.count(VI.name()))) {
-        *PG.add_output() = VI;
-        Outputs.insert(VI.name());
-      }
-    for (const SegmentTensor &X : Split.Transfers)
-      if (X.From == K && Outputs.insert(X.Name).second)
-        if (Error E = AddValue(*PG.mutable_output(), X.Name,
-                               DeclaredOutputs.lookup(X.Name)))
-          return std::move(E);
-    for (const auto &VI : OG.value_info())
-      if ((Made.contains(VI.name()) || Used.contains(VI.name())) &&
-          !Outputs.contains(VI.name()) && !Crossing.contains(VI.name()))
-        *PG.add_value_info() = VI;
-
-    SmallVector<bool, 0> InSegment(N);
-    for (unsigned I : Seg.Nodes)
-      InSegment[I] = true;
-    setMetadata(
-        *Part, ONNXPlacementKey,
-        makePlacementJSON(*this, C, [&](unsigned I) { return InSegment[I]; }));
-    setMetadata(*Part, ClusterKey, C.getName());
-    setMetadata(*Part, DeviceKey, DevName);
-    setMetadata(*Part, SegmentKey, std::to_string(K));
-    Seg.Model = std::move(Part);
-  }
+  for (unsigned K = 0, E = Split.Segments.size(); K != E; ++K)
+    if (Error Err = buildSegmentModel(K))
+      return std::move(Err);
   return std::move(Split);
+}
+
+Expected<SplitModel> PlacedModel::split() const {
+  return ModelSplitter(*this, *S, File).run();
 }
 
 //===----------------------------------------------------------------------===//

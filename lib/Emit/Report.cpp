@@ -234,20 +234,12 @@ svg.timeline rect.bar { stroke: #555; stroke-width: 0.3; }
 .oom { color: #c00; font-weight: bold; }
 )";
 
-void writeHTMLReport(raw_ostream &OS, const PlacedStep &S, StringRef GraphSVG) {
+/// The summary table: the placer, the step time against its bounds and
+/// the best single device, transfers and memory.
+static void writeHTMLSummary(HTMLWriter &H, const PlacedStep &S) {
   const Graph &G = *S.G;
   const Cluster &C = *S.C;
   const SimResult &R = S.Result;
-  unsigned D = C.getNumDevices();
-  HTMLWriter H(OS);
-  std::string Title = ("dp: " + G.getName() + " on " + C.getName()).str();
-  H << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-    << "<title>";
-  H.text(Title) << "</title>\n<style>" << HTMLStyle << "</style>\n</head>\n"
-                << "<body>\n<h1>";
-  H.text(Title) << "</h1>\n";
-
-  // Summary.
   double Gap =
       S.Bounds.best() > 0 ? (R.StepTime / S.Bounds.best() - 1) * 100 : 0;
   H << "<h2>Summary</h2>\n<table class=\"summary\">\n";
@@ -285,12 +277,13 @@ void writeHTMLReport(raw_ostream &OS, const PlacedStep &S, StringRef GraphSVG) {
     Row("memory", "fits on every device");
   }
   H << "</table>\n";
+}
 
-  H << "<h2>Timeline</h2>\n<p>One lane per device and per link direction "
-       "that carried data; hover over a bar for its ops.</p>\n";
-  writeTimeline(H, S);
-
-  // Devices.
+/// Per device: its ops, busy time, load and peak memory.
+static void writeHTMLDevices(HTMLWriter &H, const PlacedStep &S) {
+  const Cluster &C = *S.C;
+  const SimResult &R = S.Result;
+  unsigned D = C.getNumDevices();
   H << "<h2>Devices</h2>\n<table class=\"devices\">\n<tr><th>device</th>"
        "<th>type</th><th>ops</th><th>busy</th><th>load</th><th></th>"
        "<th>peak memory</th><th>capacity</th><th></th></tr>\n";
@@ -314,8 +307,12 @@ void writeHTMLReport(raw_ostream &OS, const PlacedStep &S, StringRef GraphSVG) {
     H << "</td></tr>\n";
   }
   H << "</table>\n";
+}
 
-  // Links.
+/// The bytes of every link direction that carried data.
+static void writeHTMLLinks(HTMLWriter &H, const PlacedStep &S) {
+  const Cluster &C = *S.C;
+  const SimResult &R = S.Result;
   H << "<h2>Links</h2>\n";
   bool AnyLink = false;
   for (unsigned Ch = 0, E = C.getNumChannels(); Ch != E; ++Ch) {
@@ -333,49 +330,80 @@ void writeHTMLReport(raw_ostream &OS, const PlacedStep &S, StringRef GraphSVG) {
     H << "</table>\n";
   else
     H << "<p>No data crosses a link.</p>\n";
+}
 
-  // The longest ops of the critical path.
-  if (!R.CriticalPath.empty()) {
-    std::vector<uint32_t> Path = R.CriticalPath;
-    auto Dur = [&](uint32_t O) { return R.Ops[O].End - R.Ops[O].Start; };
-    llvm::stable_sort(Path,
-                      [&](uint32_t A, uint32_t B) { return Dur(A) > Dur(B); });
-    size_t Shown = std::min<size_t>(Path.size(), 10);
-    H << "<h2>Critical path</h2>\n<p>";
-    H.text((Twine(R.CriticalPath.size()) + " ops; the " + Twine(Shown) +
-            " longest:")
-               .str())
-        << "</p>\n<table class=\"critical\">\n<tr><th>time</th><th>op</th>"
-           "<th>type</th><th>device</th></tr>\n";
-    for (size_t I = 0; I != Shown; ++I) {
-      const Op &Node = G.getOp(Path[I]);
-      H << "<tr><td class=\"num\">";
-      H.text(formatSeconds(Dur(Path[I]))) << "</td><td>";
-      H.text(Node.SourceName.empty() ? Node.Name : Node.SourceName)
-          << "</td><td>";
-      H.text(G.getQualifiedType(Path[I])) << "</td><td>";
-      H.text(C.getDevices()[S.Placement[Path[I]]].Name) << "</td></tr>\n";
-    }
-    H << "</table>\n";
+/// The longest ops of the critical path.
+static void writeHTMLCriticalPath(HTMLWriter &H, const PlacedStep &S) {
+  const Graph &G = *S.G;
+  const Cluster &C = *S.C;
+  const SimResult &R = S.Result;
+  if (R.CriticalPath.empty())
+    return;
+  std::vector<uint32_t> Path = R.CriticalPath;
+  auto Dur = [&](uint32_t O) { return R.Ops[O].End - R.Ops[O].Start; };
+  llvm::stable_sort(Path,
+                    [&](uint32_t A, uint32_t B) { return Dur(A) > Dur(B); });
+  size_t Shown = std::min<size_t>(Path.size(), 10);
+  H << "<h2>Critical path</h2>\n<p>";
+  H.text(
+      (Twine(R.CriticalPath.size()) + " ops; the " + Twine(Shown) + " longest:")
+          .str())
+      << "</p>\n<table class=\"critical\">\n<tr><th>time</th><th>op</th>"
+         "<th>type</th><th>device</th></tr>\n";
+  for (size_t I = 0; I != Shown; ++I) {
+    const Op &Node = G.getOp(Path[I]);
+    H << "<tr><td class=\"num\">";
+    H.text(formatSeconds(Dur(Path[I]))) << "</td><td>";
+    H.text(Node.SourceName.empty() ? Node.Name : Node.SourceName)
+        << "</td><td>";
+    H.text(G.getQualifiedType(Path[I])) << "</td><td>";
+    H.text(C.getDevices()[S.Placement[Path[I]]].Name) << "</td></tr>\n";
   }
+  H << "</table>\n";
+}
 
-  if (!S.Warnings.empty()) {
-    H << "<h2>Warnings</h2>\n<ul class=\"warn\">\n";
-    for (const std::string &W : S.Warnings) {
-      H << "<li>";
-      H.text(W) << "</li>\n";
-    }
-    H << "</ul>\n";
+static void writeHTMLWarnings(HTMLWriter &H, const PlacedStep &S) {
+  if (S.Warnings.empty())
+    return;
+  H << "<h2>Warnings</h2>\n<ul class=\"warn\">\n";
+  for (const std::string &W : S.Warnings) {
+    H << "<li>";
+    H.text(W) << "</li>\n";
   }
+  H << "</ul>\n";
+}
 
-  if (!GraphSVG.empty()) {
-    // Graphviz's SVG, without its XML prolog and doctype.
-    size_t Start = GraphSVG.find("<svg");
-    H << "<h2>Placed graph</h2>\n<details><summary>the graph, coloured by "
-         "device</summary>\n"
-      << (Start == StringRef::npos ? GraphSVG : GraphSVG.substr(Start))
-      << "\n</details>\n";
-  }
+/// Graphviz's SVG, without its XML prolog and doctype.
+static void writeHTMLGraph(HTMLWriter &H, StringRef GraphSVG) {
+  if (GraphSVG.empty())
+    return;
+  size_t Start = GraphSVG.find("<svg");
+  H << "<h2>Placed graph</h2>\n<details><summary>the graph, coloured by "
+       "device</summary>\n"
+    << (Start == StringRef::npos ? GraphSVG : GraphSVG.substr(Start))
+    << "\n</details>\n";
+}
+
+void writeHTMLReport(raw_ostream &OS, const PlacedStep &S, StringRef GraphSVG) {
+  const Graph &G = *S.G;
+  const Cluster &C = *S.C;
+  HTMLWriter H(OS);
+  std::string Title = ("dp: " + G.getName() + " on " + C.getName()).str();
+  H << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+    << "<title>";
+  H.text(Title) << "</title>\n<style>" << HTMLStyle << "</style>\n</head>\n"
+                << "<body>\n<h1>";
+  H.text(Title) << "</h1>\n";
+
+  writeHTMLSummary(H, S);
+  H << "<h2>Timeline</h2>\n<p>One lane per device and per link direction "
+       "that carried data; hover over a bar for its ops.</p>\n";
+  writeTimeline(H, S);
+  writeHTMLDevices(H, S);
+  writeHTMLLinks(H, S);
+  writeHTMLCriticalPath(H, S);
+  writeHTMLWarnings(H, S);
+  writeHTMLGraph(H, GraphSVG);
   H << "</body>\n</html>\n";
 }
 

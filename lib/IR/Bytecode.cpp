@@ -237,6 +237,18 @@ private:
   Error attr(Attribute &A);
   Error attrs(AttributeList &L);
   Error tensorId(const Graph &G, uint64_t &Id);
+  /// The parts of a graph, in the order the format holds them.
+  Error header(Graph &G);
+  Error opsets(Graph &G);
+  Error inputsAndWeights(Graph &G);
+  Error op(Graph &G);
+  Error operands(const Graph &G, StringRef Name,
+                 std::vector<TensorId> &Operands);
+  /// Reads the results of an op into \p Results, which refer to the names
+  /// in \p ResultNames.
+  Error results(const Graph &G, std::vector<std::string> &ResultNames,
+                std::vector<Graph::ResultSpec> &Results);
+  Error outputs(Graph &G);
 
   MemoryBufferRef Buf;
   StringRef Data;
@@ -476,49 +488,54 @@ Error Reader::tensorId(const Graph &G, uint64_t &Id) {
   return Error::success();
 }
 
-Expected<Graph> Reader::read() {
+Error Reader::header(Graph &G) {
   if (!isBytecode(Data))
     return error("not dp bytecode");
   Pos = BytecodeMagic.size();
   uint64_t Version;
   if (Error E = u(Version))
-    return std::move(E);
+    return E;
   if (Version != BytecodeVersion)
     return error("bytecode version " + Twine(Version) +
-                 " is not supported (expected " + Twine(BytecodeVersion) +
-                 ")");
-  Graph G;
+                 " is not supported (expected " + Twine(BytecodeVersion) + ")");
   std::string S;
   if (Error E = str(S))
-    return std::move(E);
+    return E;
   G.setName(S);
+  return Error::success();
+}
 
+Error Reader::opsets(Graph &G) {
   uint64_t N;
   if (Error E = count(N, 2))
-    return std::move(E);
+    return E;
+  std::string S;
   for (uint64_t I = 0; I != N; ++I) {
     int64_t Version;
     if (Error E = str(S))
-      return std::move(E);
+      return E;
     if (Error E = this->s(Version))
-      return std::move(E);
+      return E;
     for (const OpsetImport &O : G.getOpsets())
       if (O.Domain == S)
         return error("opset \"" + S + "\" is imported twice");
     G.setOpset(S, Version);
   }
-  if (Error E = attrs(G.getAnnotations()))
-    return std::move(E);
+  return Error::success();
+}
 
+Error Reader::inputsAndWeights(Graph &G) {
+  uint64_t N;
+  std::string S;
   for (bool IsWeight : {false, true}) {
     if (Error E = count(N, 3))
-      return std::move(E);
+      return E;
     for (uint64_t I = 0; I != N; ++I) {
       TensorType T;
       if (Error E = str(S))
-        return std::move(E);
+        return E;
       if (Error E = type(T, /*AllowUnknown=*/false))
-        return std::move(E);
+        return E;
       if (S.empty() || G.lookupTensor(S) != NoId)
         return error("tensor name '" + S + "' is empty or already defined");
       if (IsWeight)
@@ -527,84 +544,124 @@ Expected<Graph> Reader::read() {
         G.addInput(S, std::move(T));
     }
   }
+  return Error::success();
+}
 
-  if (Error E = count(N, 6))
-    return std::move(E);
+Error Reader::operands(const Graph &G, StringRef Name,
+                       std::vector<TensorId> &Operands) {
+  uint64_t M;
+  if (Error E = count(M))
+    return E;
+  Operands.assign(M, NoId);
+  for (TensorId &T : Operands) {
+    uint64_t Id;
+    if (Error E = u(Id))
+      return E;
+    if (Id == 0)
+      continue;
+    if (Id - 1 >= G.getNumTensors())
+      return error("op '" + Name + "' uses tensor " + Twine(Id - 1) +
+                   ", which is not defined before it");
+    T = TensorId(Id - 1);
+  }
+  return Error::success();
+}
+
+Error Reader::results(const Graph &G, std::vector<std::string> &ResultNames,
+                      std::vector<Graph::ResultSpec> &Results) {
+  uint64_t M;
+  if (Error E = count(M))
+    return E;
+  ResultNames.assign(M, std::string());
+  std::vector<TensorType> Types(M);
+  for (uint64_t R = 0; R != M; ++R) {
+    uint8_t Present = 0;
+    if (Error E = byte(Present))
+      return E;
+    if (Present > 1)
+      return error("invalid result marker");
+    if (!Present)
+      continue;
+    if (Error E = str(ResultNames[R]))
+      return E;
+    if (ResultNames[R].empty() || G.lookupTensor(ResultNames[R]) != NoId ||
+        std::count(ResultNames.begin(), ResultNames.begin() + R,
+                   ResultNames[R]))
+      return error("tensor name '" + ResultNames[R] +
+                   "' is empty or already defined");
+    if (Error E = type(Types[R], /*AllowUnknown=*/false))
+      return E;
+  }
+  Results.clear();
+  for (uint64_t R = 0; R != M; ++R)
+    Results.push_back({ResultNames[R], Types[R]});
+  return Error::success();
+}
+
+Error Reader::op(Graph &G) {
   std::string Name, Source, Domain, Type;
+  if (Error E = str(Name))
+    return E;
+  if (Name.empty() || G.lookupOp(Name) != NoId)
+    return error("op name '" + Name + "' is empty or already defined");
+  if (Error E = str(Source))
+    return E;
+  if (Error E = str(Domain))
+    return E;
+  if (Error E = str(Type))
+    return E;
   std::vector<TensorId> Operands;
+  if (Error E = operands(G, Name, Operands))
+    return E;
+  // Results name their tensors by reference to ResultNames.
   std::vector<std::string> ResultNames;
   std::vector<Graph::ResultSpec> Results;
-  for (uint64_t I = 0; I != N; ++I) {
-    if (Error E = str(Name))
-      return std::move(E);
-    if (Name.empty() || G.lookupOp(Name) != NoId)
-      return error("op name '" + Name + "' is empty or already defined");
-    if (Error E = str(Source))
-      return std::move(E);
-    if (Error E = str(Domain))
-      return std::move(E);
-    if (Error E = str(Type))
-      return std::move(E);
-    uint64_t M;
-    if (Error E = count(M))
-      return std::move(E);
-    Operands.assign(M, NoId);
-    for (TensorId &T : Operands) {
-      uint64_t Id;
-      if (Error E = u(Id))
-        return std::move(E);
-      if (Id == 0)
-        continue;
-      if (Id - 1 >= G.getNumTensors())
-        return error("op '" + Name + "' uses tensor " + Twine(Id - 1) +
-                     ", which is not defined before it");
-      T = TensorId(Id - 1);
-    }
-    if (Error E = count(M))
-      return std::move(E);
-    ResultNames.assign(M, std::string());
-    std::vector<TensorType> Types(M);
-    for (uint64_t R = 0; R != M; ++R) {
-      uint8_t Present = 0;
-      if (Error E = byte(Present))
-        return std::move(E);
-      if (Present > 1)
-        return error("invalid result marker");
-      if (!Present)
-        continue;
-      if (Error E = str(ResultNames[R]))
-        return std::move(E);
-      if (ResultNames[R].empty() || G.lookupTensor(ResultNames[R]) != NoId ||
-          std::count(ResultNames.begin(), ResultNames.begin() + R,
-                     ResultNames[R]))
-        return error("tensor name '" + ResultNames[R] +
-                     "' is empty or already defined");
-      if (Error E = type(Types[R], /*AllowUnknown=*/false))
-        return std::move(E);
-    }
-    Results.clear();
-    for (uint64_t R = 0; R != M; ++R)
-      Results.push_back({ResultNames[R], Types[R]});
-    AttributeList Attrs, Annotations;
-    if (Error E = attrs(Attrs))
-      return std::move(E);
-    if (Error E = attrs(Annotations))
-      return std::move(E);
-    OpId Id = G.addOp(Name, Domain, Type, Operands, Results, std::move(Attrs));
-    G.getOp(Id).Annotations = std::move(Annotations);
-    G.setSourceName(Id, Source);
-  }
+  if (Error E = results(G, ResultNames, Results))
+    return E;
+  AttributeList Attrs, Annotations;
+  if (Error E = attrs(Attrs))
+    return E;
+  if (Error E = attrs(Annotations))
+    return E;
+  OpId Id = G.addOp(Name, Domain, Type, Operands, Results, std::move(Attrs));
+  G.getOp(Id).Annotations = std::move(Annotations);
+  G.setSourceName(Id, Source);
+  return Error::success();
+}
 
+Error Reader::outputs(Graph &G) {
+  uint64_t N;
   if (Error E = count(N))
-    return std::move(E);
+    return E;
   for (uint64_t I = 0; I != N; ++I) {
     uint64_t Id;
     if (Error E = tensorId(G, Id))
-      return std::move(E);
+      return E;
     if (is_contained(G.getOutputs(), TensorId(Id)))
       return error("tensor " + Twine(Id) + " is an output twice");
     G.addOutput(TensorId(Id));
   }
+  return Error::success();
+}
+
+Expected<Graph> Reader::read() {
+  Graph G;
+  if (Error E = header(G))
+    return std::move(E);
+  if (Error E = opsets(G))
+    return std::move(E);
+  if (Error E = attrs(G.getAnnotations()))
+    return std::move(E);
+  if (Error E = inputsAndWeights(G))
+    return std::move(E);
+  uint64_t N;
+  if (Error E = count(N, 6))
+    return std::move(E);
+  for (uint64_t I = 0; I != N; ++I)
+    if (Error E = op(G))
+      return std::move(E);
+  if (Error E = outputs(G))
+    return std::move(E);
   if (Pos != Data.size())
     return error("trailing bytes after the graph");
   return std::move(G);

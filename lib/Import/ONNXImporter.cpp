@@ -381,6 +381,9 @@ using NameSet = DenseSet<StringRef>;
 
 class ONNXImporter {
 public:
+  /// The type of every named value of the main graph.
+  using ValueTypes = DenseMap<StringRef, const onnx::TypeProto *>;
+
   ONNXImporter(MemoryBufferRef Buffer, const ImportOptions &Opts,
                TimerGroup *Timers, BranchDecisions &Decided)
       : Buffer(Buffer), Opts(Opts), Timers(Timers), Decided(Decided),
@@ -396,6 +399,18 @@ private:
   Error checkHeader();
   Error collectWeights();
   Error applyOverrides();
+  /// The declared shape of each graph input that shape= names, None for an
+  /// input declared without one.
+  using DeclaredShapes = StringMap<Optional<onnx::TensorShapeProto>>;
+  DeclaredShapes getOverriddenInputShapes() const;
+  bool isShapedDataInput(const onnx::ValueInfoProto &VI) const;
+  /// Sets batch= and the named dimensions of dims= in the graph inputs and
+  /// the bodies that name them.
+  void applyDimOverrides();
+  /// Sets the shapes of shape=, checked against \p OwnShapes.
+  void applyShapeOverrides(const DeclaredShapes &OwnShapes);
+  /// Parses the values of value= for the inputs they bind (BoundValues).
+  void bindValues();
   /// Constants and control-flow bodies' initializers stored as external
   /// data: the checker wants their bytes, so floating-point ones get zeros
   /// of their size in the working copy (recorded in Placeholders); integer
@@ -410,6 +425,21 @@ private:
   /// naming the new nodes and recording where they come from.
   void rewriteNodes();
   Error sortNodes();
+  /// Where each tensor of the main graph comes from: the index of the node
+  /// that makes it, or -1 for graph inputs and weights.
+  using ProducerMap = DenseMap<StringRef, int>;
+  Error findProducers(ProducerMap &Producer);
+  /// The (producer, user) edges between nodes, counting the tensors that
+  /// subgraphs read from the main graph (recorded in ImplicitInputs), and
+  /// each node's number of producers in \p Pending.
+  Error collectDependencies(const ProducerMap &Producer,
+                            std::vector<std::pair<int, int>> &Edges,
+                            std::vector<unsigned> &Pending);
+  /// Names a cycle among the nodes that \p Pending says were left unsorted.
+  Error makeCycleError(const ProducerMap &Producer,
+                       ArrayRef<unsigned> Pending) const;
+  /// Puts the nodes and the per-node tables in the order \p Order.
+  void permuteNodes(ArrayRef<int> Order);
   Error runChecker();
   Error runShapeInference();
   /// Folds shape subgraphs between rounds of shape inference.
@@ -421,6 +451,21 @@ private:
   /// returns how many got one. \p Done holds the Loops finished.
   int inferLoopResults(StringSet<> &Done);
   Expected<Graph> buildGraph();
+  /// Whether \p Name has a static type in \p Types; reports it when not,
+  /// for node \p Node, with \p Hint after the reason.
+  bool getStaticType(const ValueTypes &Types, StringRef Node, StringRef Name,
+                     TensorType &Out, StringRef Hint = {});
+  void addInputsAndWeights(Graph &G, const ValueTypes &Types);
+  /// The node that node \p I of the working copy stands for: itself, or
+  /// the user's node of an expansion; null for an expansion's helper.
+  const onnx::NodeProto *getUserNode(int I) const;
+  /// Adds the op of node \p I, which stands for the user's node \p N.
+  void addNodeOp(Graph &G, const ValueTypes &Types, int I,
+                 const onnx::NodeProto &N);
+  /// Records on op \p Id where node \p I comes from and what folding
+  /// knows about it.
+  void annotateNodeOp(Graph &G, OpId Id, int I, const onnx::NodeProto &N);
+  void addOutputs(Graph &G);
   /// Sets the `device` of the ops that the model's dp.placement metadata
   /// entry places (a model written by emit{format=onnx}).
   Error readPlacement(Graph &G);
@@ -662,14 +707,15 @@ void ONNXImporter::setNamedDims(onnx::NodeProto &N) {
   });
 }
 
-Error ONNXImporter::applyOverrides() {
-  if (Opts.empty())
-    return Error::success();
-  onnx::GraphProto &G = *Model->mutable_graph();
-  // shape= is checked against the model's own dimensions: the declared
-  // shape of each input it names, None for an input declared without one.
-  StringMap<Optional<onnx::TensorShapeProto>> OwnShapes;
-  for (const onnx::ValueInfoProto &VI : G.input()) {
+/// Whether \p VI is a graph input with a tensor shape, not a weight.
+bool ONNXImporter::isShapedDataInput(const onnx::ValueInfoProto &VI) const {
+  return !WeightNames.contains(VI.name()) && VI.type().has_tensor_type() &&
+         VI.type().tensor_type().has_shape();
+}
+
+ONNXImporter::DeclaredShapes ONNXImporter::getOverriddenInputShapes() const {
+  DeclaredShapes OwnShapes;
+  for (const onnx::ValueInfoProto &VI : Model->graph().input()) {
     if (WeightNames.contains(VI.name()) || !VI.type().has_tensor_type() ||
         none_of(Opts.Shapes,
                 [&](const auto &S) { return S.first == VI.name(); }))
@@ -678,21 +724,23 @@ Error ONNXImporter::applyOverrides() {
     OwnShapes[VI.name()] =
         TT.has_shape() ? Optional<onnx::TensorShapeProto>(TT.shape()) : None;
   }
-  auto IsDataInput = [&](const onnx::ValueInfoProto &VI) {
-    return !WeightNames.contains(VI.name()) && VI.type().has_tensor_type() &&
-           VI.type().tensor_type().has_shape();
-  };
+  return OwnShapes;
+}
+
+void ONNXImporter::applyDimOverrides() {
+  onnx::GraphProto &G = *Model->mutable_graph();
   // batch=N means the inputs' symbolic dimension 0 if any input has one
   // (a model exported with a dynamic batch), else dimension 0 of every
   // input (a model exported with a fixed batch).
   bool AnySymbolicBatch = any_of(G.input(), [&](const auto &VI) {
-    if (!IsDataInput(VI) || VI.type().tensor_type().shape().dim_size() == 0)
+    if (!isShapedDataInput(VI) ||
+        VI.type().tensor_type().shape().dim_size() == 0)
       return false;
     return !VI.type().tensor_type().shape().dim(0).has_dim_value();
   });
   StringSet<> UsedDims;
   for (onnx::ValueInfoProto &VI : *G.mutable_input()) {
-    if (!IsDataInput(VI))
+    if (!isShapedDataInput(VI))
       continue;
     auto *Shape = VI.mutable_type()->mutable_tensor_type()->mutable_shape();
     for (int I = 0, E = Shape->dim_size(); I != E; ++I) {
@@ -716,6 +764,10 @@ Error ONNXImporter::applyOverrides() {
     if (!UsedDims.contains(KV.first))
       addError(makeError("import-onnx: no graph input has a dimension named '" +
                          KV.first + "'"));
+}
+
+void ONNXImporter::applyShapeOverrides(const DeclaredShapes &OwnShapes) {
+  onnx::GraphProto &G = *Model->mutable_graph();
   for (const auto &[Name, Dims] : Opts.Shapes) {
     auto Own = OwnShapes.find(Name);
     if (Own == OwnShapes.end()) {
@@ -756,6 +808,10 @@ Error ONNXImporter::applyOverrides() {
         Shape->add_dim()->set_dim_value(D);
     }
   }
+}
+
+void ONNXImporter::bindValues() {
+  const onnx::GraphProto &G = Model->graph();
   for (const auto &[Name, Text] : Opts.Values) {
     const onnx::ValueInfoProto *Input = nullptr;
     for (const onnx::ValueInfoProto &VI : G.input())
@@ -790,8 +846,11 @@ Error ONNXImporter::applyOverrides() {
     }
     BoundValues.emplace_back(Name, std::move(*V));
   }
-  // Shapes recorded for the old sizes would contradict the new ones: drop
-  // them and let inference recompute every shape.
+}
+
+/// Drops the shapes recorded in \p G for the old sizes, which would
+/// contradict the new ones: inference recomputes every shape.
+static void forgetRecordedShapes(onnx::GraphProto &G) {
   G.clear_value_info();
   for (onnx::ValueInfoProto &VI : *G.mutable_output()) {
     if (!VI.type().has_tensor_type() || !VI.type().tensor_type().has_shape())
@@ -802,6 +861,18 @@ Error ONNXImporter::applyOverrides() {
     for (auto &D : *Shape->mutable_dim())
       D.Clear();
   }
+}
+
+Error ONNXImporter::applyOverrides() {
+  if (Opts.empty())
+    return Error::success();
+  // shape= is checked against the model's own dimensions, before batch=
+  // and the named dimensions change them.
+  DeclaredShapes OwnShapes = getOverriddenInputShapes();
+  applyDimOverrides();
+  applyShapeOverrides(OwnShapes);
+  bindValues();
+  forgetRecordedShapes(*Model->mutable_graph());
   return takeErrors();
 }
 
@@ -937,12 +1008,9 @@ void ONNXImporter::rewriteNodes() {
   }
 }
 
-Error ONNXImporter::sortNodes() {
-  onnx::GraphProto &G = *Model->mutable_graph();
+Error ONNXImporter::findProducers(ProducerMap &Producer) {
+  const onnx::GraphProto &G = Model->graph();
   int NumNodes = G.node_size();
-
-  // Where each tensor comes from: -1 for graph inputs and weights.
-  DenseMap<StringRef, int> Producer;
   Producer.reserve(G.input_size() + Weights.size() + NumNodes);
   for (const auto &VI : G.input())
     Producer[VI.name()] = -1;
@@ -965,15 +1033,17 @@ Error ONNXImporter::sortNodes() {
                                      nodeName(It->second) + "')"));
     }
   }
-  if (Error E = takeErrors())
-    return E;
+  return takeErrors();
+}
 
-  // Dependencies, counting tensors that subgraphs read from this scope.
-  // Users are kept as a flat edge list sorted by producer.
+Error ONNXImporter::collectDependencies(const ProducerMap &Producer,
+                                        std::vector<std::pair<int, int>> &Edges,
+                                        std::vector<unsigned> &Pending) {
+  const onnx::GraphProto &G = Model->graph();
+  int NumNodes = G.node_size();
   ImplicitInputs.assign(NumNodes, {});
-  std::vector<std::pair<int, int>> Edges; // (producer, user)
   Edges.reserve(NumNodes * 2);
-  std::vector<unsigned> Pending(NumNodes, 0);
+  Pending.assign(NumNodes, 0);
   auto AddDep = [&](int I, StringRef In) {
     auto It = Producer.find(In);
     if (It == Producer.end())
@@ -1014,11 +1084,17 @@ Error ONNXImporter::sortNodes() {
       addError(makeTensorError("", VI.name(),
                                "graph output that no node, graph input or "
                                "weight produces"));
-  if (Error E = takeErrors())
-    return E;
-  // Exporters write nodes in dataflow order: then there is nothing to sort.
-  if (all_of(Edges, [](const auto &E) { return E.first < E.second; }))
-    return Error::success();
+  return takeErrors();
+}
+
+/// Kahn's algorithm over \p NumNodes nodes with the (producer, user)
+/// \p Edges, always taking the ready node that comes first in the file, so
+/// that a sorted model keeps its order. In a sorted model the next node is
+/// almost always the smallest ready one. Leaves in \p Pending the count of
+/// unsorted producers of the nodes left out (on a cycle or after one).
+static std::vector<int>
+sortTopologically(int NumNodes, std::vector<std::pair<int, int>> Edges,
+                  std::vector<unsigned> &Pending) {
   llvm::sort(Edges);
   std::vector<unsigned> FirstEdge(NumNodes + 1, 0);
   for (const auto &E : Edges)
@@ -1026,9 +1102,6 @@ Error ONNXImporter::sortNodes() {
   for (int I = 0; I != NumNodes; ++I)
     FirstEdge[I + 1] += FirstEdge[I];
 
-  // Kahn's algorithm, always taking the ready node that comes first in the
-  // file, so that a sorted model keeps its order. In a sorted model the
-  // next node is almost always the smallest ready one.
   std::priority_queue<int, std::vector<int>, std::greater<int>> Ready;
   for (int I = 0; I != NumNodes; ++I)
     if (!Pending[I])
@@ -1043,47 +1116,49 @@ Error ONNXImporter::sortNodes() {
       if (--Pending[Edges[E].second] == 0)
         Ready.push(Edges[E].second);
   }
-  if (int(Order.size()) != NumNodes) {
-    // Every node left is on a cycle or after one; walk back along pending
-    // producers from the first to find a cycle and name it.
-    int Start = 0;
-    while (!Pending[Start])
-      ++Start;
-    std::vector<int> Path;
-    DenseMap<int, unsigned> PosInPath;
-    int Cur = Start;
-    while (!PosInPath.count(Cur)) {
-      PosInPath[Cur] = Path.size();
-      Path.push_back(Cur);
-      int Next = -1;
-      auto Consider = [&](StringRef In) {
-        auto It = Producer.find(In);
-        if (Next < 0 && It != Producer.end() && It->second >= 0 &&
-            Pending[It->second])
-          Next = It->second;
-      };
-      for (const std::string &In : G.node(Cur).input())
-        Consider(In);
-      for (StringRef In : ImplicitInputs[Cur])
-        Consider(In);
-      assert(Next >= 0 && "a pending node has a pending producer");
-      Cur = Next;
-    }
-    std::string Cycle;
-    raw_string_ostream OS(Cycle);
-    // Path[PosInPath[Cur]..] is the cycle, walked against the dataflow.
-    for (size_t I = Path.size(); I-- > PosInPath[Cur];)
-      OS << "'" << nodeName(Path[I]) << "' -> ";
-    OS << "'" << nodeName(Path.back()) << "'";
-    return makeNodeError(nodeName(Cur), "the graph has a cycle: " + OS.str());
-  }
+  return Order;
+}
 
-  bool Sorted = true;
-  for (int I = 0; I != NumNodes; ++I)
-    Sorted &= Order[I] == I;
-  if (Sorted)
-    return Error::success();
-  // Permute the node pointers (no copies) and the per-node tables.
+// Every node left is on a cycle or after one; walk back along pending
+// producers from the first to find a cycle and name it.
+Error ONNXImporter::makeCycleError(const ProducerMap &Producer,
+                                   ArrayRef<unsigned> Pending) const {
+  int Start = 0;
+  while (!Pending[Start])
+    ++Start;
+  std::vector<int> Path;
+  DenseMap<int, unsigned> PosInPath;
+  int Cur = Start;
+  while (!PosInPath.count(Cur)) {
+    PosInPath[Cur] = Path.size();
+    Path.push_back(Cur);
+    int Next = -1;
+    auto Consider = [&](StringRef In) {
+      auto It = Producer.find(In);
+      if (Next < 0 && It != Producer.end() && It->second >= 0 &&
+          Pending[It->second])
+        Next = It->second;
+    };
+    for (const std::string &In : Model->graph().node(Cur).input())
+      Consider(In);
+    for (StringRef In : ImplicitInputs[Cur])
+      Consider(In);
+    assert(Next >= 0 && "a pending node has a pending producer");
+    Cur = Next;
+  }
+  std::string Cycle;
+  raw_string_ostream OS(Cycle);
+  // Path[PosInPath[Cur]..] is the cycle, walked against the dataflow.
+  for (size_t I = Path.size(); I-- > PosInPath[Cur];)
+    OS << "'" << nodeName(Path[I]) << "' -> ";
+  OS << "'" << nodeName(Path.back()) << "'";
+  return makeNodeError(nodeName(Cur), "the graph has a cycle: " + OS.str());
+}
+
+// Permutes the node pointers (no copies) and the per-node tables.
+void ONNXImporter::permuteNodes(ArrayRef<int> Order) {
+  onnx::GraphProto &G = *Model->mutable_graph();
+  int NumNodes = G.node_size();
   std::vector<onnx::NodeProto *> Nodes(NumNodes);
   std::vector<std::string> Sources(NumNodes);
   std::vector<std::vector<StringRef>> Implicit(NumNodes);
@@ -1103,6 +1178,32 @@ Error ONNXImporter::sortNodes() {
   ImplicitInputs = std::move(Implicit);
   RenamedNodes = std::move(Renamed);
   NodeOrigins = std::move(Origins);
+}
+
+Error ONNXImporter::sortNodes() {
+  int NumNodes = Model->graph().node_size();
+  // Where each tensor comes from: -1 for graph inputs and weights.
+  ProducerMap Producer;
+  if (Error E = findProducers(Producer))
+    return E;
+  // Dependencies, counting tensors that subgraphs read from this scope.
+  std::vector<std::pair<int, int>> Edges; // (producer, user)
+  std::vector<unsigned> Pending;
+  if (Error E = collectDependencies(Producer, Edges, Pending))
+    return E;
+  // Exporters write nodes in dataflow order: then there is nothing to sort.
+  if (all_of(Edges, [](const auto &E) { return E.first < E.second; }))
+    return Error::success();
+  std::vector<int> Order =
+      sortTopologically(NumNodes, std::move(Edges), Pending);
+  if (int(Order.size()) != NumNodes)
+    return makeCycleError(Producer, Pending);
+
+  bool Sorted = true;
+  for (int I = 0; I != NumNodes; ++I)
+    Sorted &= Order[I] == I;
+  if (!Sorted)
+    permuteNodes(Order);
   return Error::success();
 }
 
@@ -1551,15 +1652,9 @@ static std::string describeNonStatic(const onnx::TypeProto *TP) {
   return "the shape is not static";
 }
 
-Expected<Graph> ONNXImporter::buildGraph() {
-  const onnx::GraphProto &OG = Model->graph();
-  Graph G;
-  G.setName(OG.name().empty() ? "main" : OG.name());
-  for (const auto &O : Model->opset_import())
-    G.setOpset(O.domain() == "ai.onnx" ? "" : O.domain(), O.version());
-
-  // The type of every named value.
-  DenseMap<StringRef, const onnx::TypeProto *> Types;
+/// The type of every named value of \p OG.
+static ONNXImporter::ValueTypes collectValueTypes(const onnx::GraphProto &OG) {
+  ONNXImporter::ValueTypes Types;
   Types.reserve(OG.input_size() + OG.value_info_size() + OG.output_size());
   for (const auto &VI : OG.input())
     Types[VI.name()] = &VI.type();
@@ -1567,122 +1662,130 @@ Expected<Graph> ONNXImporter::buildGraph() {
     Types[VI.name()] = &VI.type();
   for (const auto &VI : OG.output())
     Types.try_emplace(VI.name(), &VI.type());
+  return Types;
+}
 
-  auto StaticType = [&](StringRef Node, StringRef Name, TensorType &Out,
-                        StringRef Hint = {}) -> bool {
-    const onnx::TypeProto *TP = Types.lookup(Name);
-    bool HasShape = false;
-    if (TP && convertTypeProto(*TP, Out, &HasShape) && HasShape &&
-        Out.DType != DTypeKind::Undefined && Out.isStatic()) {
-      if (Out.getNumElements() &&
-          (!getDTypeSize(Out.DType) || Out.getSizeInBytes()))
-        return true;
-      addError(makeTensorError(Node, Name,
-                               "tensor size overflows a 64-bit byte count"));
-      return false;
-    }
-    addError(makeTensorError(Node, Name, describeNonStatic(TP) + Hint));
+bool ONNXImporter::getStaticType(const ValueTypes &Types, StringRef Node,
+                                 StringRef Name, TensorType &Out,
+                                 StringRef Hint) {
+  const onnx::TypeProto *TP = Types.lookup(Name);
+  bool HasShape = false;
+  if (TP && convertTypeProto(*TP, Out, &HasShape) && HasShape &&
+      Out.DType != DTypeKind::Undefined && Out.isStatic()) {
+    if (Out.getNumElements() &&
+        (!getDTypeSize(Out.DType) || Out.getSizeInBytes()))
+      return true;
+    addError(makeTensorError(Node, Name,
+                             "tensor size overflows a 64-bit byte count"));
     return false;
-  };
+  }
+  addError(makeTensorError(Node, Name, describeNonStatic(TP) + Hint));
+  return false;
+}
 
-  G.reserve(OG.node_size(), OG.input_size() + OG.node_size() * 2);
-  for (const auto &VI : OG.input()) {
+void ONNXImporter::addInputsAndWeights(Graph &G, const ValueTypes &Types) {
+  for (const auto &VI : Model->graph().input()) {
     if (WeightNames.contains(VI.name()))
       continue;
     TensorType T;
-    if (StaticType("", VI.name(), T) && G.lookupTensor(VI.name()) == NoId)
+    if (getStaticType(Types, "", VI.name(), T) &&
+        G.lookupTensor(VI.name()) == NoId)
       G.addInput(VI.name(), std::move(T));
   }
   for (const WeightInfo &W : Weights)
     if (G.lookupTensor(W.Name) == NoId)
       G.addWeight(W.Name, W.Type);
-  if (Error E = takeErrors())
-    return std::move(E);
+}
 
+const onnx::NodeProto *ONNXImporter::getUserNode(int I) const {
+  const onnx::NodeProto *Node = &Model->graph().node(I);
+  if (ExpandedNodes.empty())
+    return Node;
+  if (ExpansionHelpers.contains(Node->name()))
+    return nullptr;
+  auto Expanded = Node->output_size() ? ExpandedNodes.find(Node->output(0))
+                                      : ExpandedNodes.end();
+  return Expanded != ExpandedNodes.end() ? &Expanded->second : Node;
+}
+
+void ONNXImporter::addNodeOp(Graph &G, const ValueTypes &Types, int I,
+                             const onnx::NodeProto &N) {
+  // The working copy's name (an expanded node's user node keeps it unless
+  // it came from an inlined branch and was renamed).
+  StringRef Name = Model->graph().node(I).name();
+  bool Ok = true;
   SmallVector<TensorId, 8> Operands;
-  SmallVector<Graph::ResultSpec, 4> Results;
-  for (int I = 0, E = OG.node_size(); I != E; ++I) {
-    // An expanded node is the user's op again, with the type of its
-    // expansion's result; the expansion's helpers are not ops.
-    const onnx::NodeProto *Node = &OG.node(I);
-    if (!ExpandedNodes.empty()) {
-      if (ExpansionHelpers.contains(Node->name()))
-        continue;
-      auto Expanded = Node->output_size() ? ExpandedNodes.find(Node->output(0))
-                                          : ExpandedNodes.end();
-      if (Expanded != ExpandedNodes.end())
-        Node = &Expanded->second;
-    }
-    const onnx::NodeProto &N = *Node;
-    // The working copy's name (an expanded node's user node keeps it unless
-    // it came from an inlined branch and was renamed).
-    StringRef Name = OG.node(I).name();
-    bool Ok = true;
-    Operands.clear();
-    for (const std::string &In : N.input()) {
-      TensorId T = In.empty() ? NoId : G.lookupTensor(In);
-      if (!In.empty() && T == NoId)
-        Ok = false; // Its producer failed; that error is reported.
-      Operands.push_back(T);
-    }
-    for (StringRef In : ImplicitInputs[I]) {
-      TensorId T = G.lookupTensor(In);
-      if (T == NoId)
-        Ok = false;
-      Operands.push_back(T);
-    }
-    Results.clear();
-    // An If left in the graph has a condition only known when the model
-    // runs; its branches may give different shapes.
-    StringRef Hint = getBranchKey(N).empty()
-                         ? ""
-                         : "; the If's condition is only known when the model "
-                           "runs (bind an input it is computed from with "
-                           "import-onnx{value=NAME:V} to take one branch)";
-    for (const std::string &Out : N.output()) {
-      Graph::ResultSpec R;
-      R.Name = Out;
-      if (!Out.empty() && !StaticType(Name, Out, R.Type, Hint))
-        Ok = false;
-      Results.push_back(std::move(R));
-    }
-    AttributeList Attrs;
-    for (const onnx::AttributeProto &A : N.attribute()) {
-      Expected<Attribute> V = convertAttribute(N, Name, A);
-      if (!V) {
-        addError(V.takeError());
-        Ok = false;
-        continue;
-      }
-      Attrs.set(A.name(), std::move(*V));
-    }
-    if (!Ok)
-      continue;
-    StringRef Domain = N.domain() == "ai.onnx" ? StringRef() : N.domain();
-    OpId Id = G.addOp(Name, Domain, N.op_type(), Operands, Results,
-                      std::move(Attrs));
-    if (RenamedNodes[I])
-      G.setSourceName(Id, SourceNames[I]);
-    if (!NodeOrigins[I].empty())
-      ann::set(G.getOp(Id), ann::Node, StringRef(NodeOrigins[I]));
-    if (!ImplicitInputs[I].empty())
-      G.getOp(Id).Annotations.set(
-          "implicit_operands", Attribute::getInt(ImplicitInputs[I].size()));
-    // A Loop's trip count, when folded, is the most iterations it runs.
-    if (Folder && N.op_type() == "Loop" && N.input_size() &&
-        !N.input(0).empty())
-      if (const FoldValue *M = Folder->getValue(N.input(0));
-          M && M->getNumElements() == 1 && M->integer(0) >= 0)
-        ann::set(G.getOp(Id), ann::TripCount, M->integer(0));
-    // An op whose every result was folded computes a shape: its value is
-    // known before the step runs.
-    if (Folder && N.output_size() &&
-        all_of(N.output(), [&](const std::string &Out) {
-          return Out.empty() || Folder->isFolded(Out);
-        }))
-      ann::set(G.getOp(Id), ann::Folded, 1);
+  for (const std::string &In : N.input()) {
+    TensorId T = In.empty() ? NoId : G.lookupTensor(In);
+    if (!In.empty() && T == NoId)
+      Ok = false; // Its producer failed; that error is reported.
+    Operands.push_back(T);
   }
-  for (const auto &VI : OG.output()) {
+  for (StringRef In : ImplicitInputs[I]) {
+    TensorId T = G.lookupTensor(In);
+    if (T == NoId)
+      Ok = false;
+    Operands.push_back(T);
+  }
+  SmallVector<Graph::ResultSpec, 4> Results;
+  // An If left in the graph has a condition only known when the model
+  // runs; its branches may give different shapes.
+  StringRef Hint = getBranchKey(N).empty()
+                       ? ""
+                       : "; the If's condition is only known when the model "
+                         "runs (bind an input it is computed from with "
+                         "import-onnx{value=NAME:V} to take one branch)";
+  for (const std::string &Out : N.output()) {
+    Graph::ResultSpec R;
+    R.Name = Out;
+    if (!Out.empty() && !getStaticType(Types, Name, Out, R.Type, Hint))
+      Ok = false;
+    Results.push_back(std::move(R));
+  }
+  AttributeList Attrs;
+  for (const onnx::AttributeProto &A : N.attribute()) {
+    Expected<Attribute> V = convertAttribute(N, Name, A);
+    if (!V) {
+      addError(V.takeError());
+      Ok = false;
+      continue;
+    }
+    Attrs.set(A.name(), std::move(*V));
+  }
+  if (!Ok)
+    return;
+  StringRef Domain = N.domain() == "ai.onnx" ? StringRef() : N.domain();
+  OpId Id =
+      G.addOp(Name, Domain, N.op_type(), Operands, Results, std::move(Attrs));
+  annotateNodeOp(G, Id, I, N);
+}
+
+void ONNXImporter::annotateNodeOp(Graph &G, OpId Id, int I,
+                                  const onnx::NodeProto &N) {
+  if (RenamedNodes[I])
+    G.setSourceName(Id, SourceNames[I]);
+  Op &O = G.getOp(Id);
+  if (!NodeOrigins[I].empty())
+    ann::set(O, ann::Node, StringRef(NodeOrigins[I]));
+  if (!ImplicitInputs[I].empty())
+    O.Annotations.set("implicit_operands",
+                      Attribute::getInt(ImplicitInputs[I].size()));
+  // A Loop's trip count, when folded, is the most iterations it runs.
+  if (Folder && N.op_type() == "Loop" && N.input_size() && !N.input(0).empty())
+    if (const FoldValue *M = Folder->getValue(N.input(0));
+        M && M->getNumElements() == 1 && M->integer(0) >= 0)
+      ann::set(O, ann::TripCount, M->integer(0));
+  // An op whose every result was folded computes a shape: its value is
+  // known before the step runs.
+  if (Folder && N.output_size() &&
+      all_of(N.output(), [&](const std::string &Out) {
+        return Out.empty() || Folder->isFolded(Out);
+      }))
+    ann::set(O, ann::Folded, 1);
+}
+
+void ONNXImporter::addOutputs(Graph &G) {
+  for (const auto &VI : Model->graph().output()) {
     TensorId T = G.lookupTensor(VI.name());
     if (T == NoId)
       continue; // Reported with its producer.
@@ -1692,6 +1795,27 @@ Expected<Graph> ONNXImporter::buildGraph() {
     }
     G.addOutput(T);
   }
+}
+
+Expected<Graph> ONNXImporter::buildGraph() {
+  const onnx::GraphProto &OG = Model->graph();
+  Graph G;
+  G.setName(OG.name().empty() ? "main" : OG.name());
+  for (const auto &O : Model->opset_import())
+    G.setOpset(O.domain() == "ai.onnx" ? "" : O.domain(), O.version());
+
+  ValueTypes Types = collectValueTypes(OG);
+  G.reserve(OG.node_size(), OG.input_size() + OG.node_size() * 2);
+  addInputsAndWeights(G, Types);
+  if (Error E = takeErrors())
+    return std::move(E);
+
+  for (int I = 0, E = OG.node_size(); I != E; ++I)
+    // An expanded node is the user's op again, with the type of its
+    // expansion's result; the expansion's helpers are not ops.
+    if (const onnx::NodeProto *N = getUserNode(I))
+      addNodeOp(G, Types, I, *N);
+  addOutputs(G);
   if (Error E = takeErrors())
     return std::move(E);
   if (Error E = readPlacement(G))

@@ -1353,25 +1353,14 @@ Expected<bool> evaluateNode(const onnx::NodeProto &N, int Opset,
 // The folder
 //===----------------------------------------------------------------------===//
 
-Expected<bool> ShapeFolder::run() {
-  if (NumOwnInitializers < 0) {
-    NumOwnInitializers = G.initializer_size();
-    Done.assign(G.node_size(), false);
-    for (const TP &T : G.initializer())
-      if (!Unknown.contains(T.name()))
-        if (Optional<FoldValue> V = readTensorValue(T))
-          Values[T.name()] = std::move(*V);
-  }
-  // Bound inputs reach their readers' inference with the first values.
-  DenseSet<StringRef> New;
-  for (const std::string &Name : Bound)
-    New.insert(Values.find(Name)->first());
-  Bound.clear();
-  // Types as inference left them, gathered when first needed: most graphs
-  // fold nothing.
-  StringMap<const onnx::TypeProto *> Types;
-  bool HaveTypes = false;
-  auto TypeOf = [&](StringRef Name) -> const onnx::TypeProto * {
+namespace {
+/// The types of a graph's values as inference left them, gathered when
+/// first needed: most graphs fold nothing.
+class LazyTypes {
+public:
+  explicit LazyTypes(const onnx::GraphProto &G) : G(G) {}
+
+  const onnx::TypeProto *lookup(StringRef Name) {
     if (!HaveTypes) {
       HaveTypes = true;
       for (const auto &VI : G.input())
@@ -1382,84 +1371,77 @@ Expected<bool> ShapeFolder::run() {
         Types.try_emplace(VI.name(), &VI.type());
     }
     return Types.lookup(Name);
-  };
+  }
 
+private:
+  const onnx::GraphProto &G;
+  StringMap<const onnx::TypeProto *> Types;
+  bool HaveTypes = false;
+};
+
+/// What folding one node reads and makes, kept from node to node.
+struct FoldScratch {
   std::vector<const FoldValue *> Ins;
   std::vector<const std::vector<int64_t> *> InDims;
   std::vector<FoldValue> Results;
   std::vector<std::vector<int64_t>> ValueDims;
-  ErrorList Errs;
-  for (int I = 0, E = G.node_size(); I != E; ++I) {
-    if (Done[I])
+};
+} // namespace
+
+/// Evaluates node \p N on the known \p Values into \p S.Results; false when
+/// it cannot be folded yet.
+static Expected<bool> foldNode(const onnx::NodeProto &N, int Opset,
+                               const StringMap<FoldValue> &Values,
+                               LazyTypes &Types, FoldScratch &S) {
+  S.Ins.clear();
+  S.InDims.clear();
+  S.ValueDims.assign(N.input_size(), {});
+  // Only Shape and Size read their input's dimensions.
+  bool NeedDims = N.op_type() == "Shape" || N.op_type() == "Size";
+  for (int K = 0; K != N.input_size(); ++K) {
+    auto V = Values.find(N.input(K));
+    S.Ins.push_back(V == Values.end() ? nullptr : &V->second);
+    S.InDims.push_back(nullptr);
+    if (!NeedDims)
       continue;
-    const onnx::NodeProto &N = G.node(I);
-    Ins.clear();
-    InDims.clear();
-    ValueDims.assign(N.input_size(), {});
-    // Only Shape and Size read their input's dimensions.
-    bool NeedDims = N.op_type() == "Shape" || N.op_type() == "Size";
-    for (int K = 0; K != N.input_size(); ++K) {
-      auto V = Values.find(N.input(K));
-      Ins.push_back(V == Values.end() ? nullptr : &V->second);
-      InDims.push_back(nullptr);
-      if (!NeedDims)
-        continue;
-      if (V != Values.end()) {
-        ValueDims[K].assign(V->second.Dims.begin(), V->second.Dims.end());
-        InDims.back() = &ValueDims[K];
-      } else if (const onnx::TypeProto *T = TypeOf(N.input(K))) {
-        if (getStaticDims(T, ValueDims[K]))
-          InDims.back() = &ValueDims[K];
-      }
-    }
-    // CastLike needs only the element type of its second input: folded as
-    // the Cast to that type.
-    const onnx::NodeProto *Eval = &N;
-    onnx::NodeProto AsCast;
-    if (N.op_type() == "CastLike" && N.input_size() == 2 && Ins[0]) {
-      const onnx::TypeProto *T = TypeOf(N.input(1));
-      if (!T || !T->has_tensor_type() || !T->tensor_type().elem_type())
-        continue;
-      AsCast.set_op_type("Cast");
-      AsCast.add_input(N.input(0));
-      AsCast.add_output(N.output(0));
-      onnx::AttributeProto *To = AsCast.add_attribute();
-      To->set_name("to");
-      To->set_type(onnx::AttributeProto::INT);
-      To->set_i(T->tensor_type().elem_type());
-      Eval = &AsCast;
-    }
-    Expected<bool> Folded = evaluateNode(*Eval, Opset, Ins, InDims, Results);
-    if (!Folded) {
-      Errs.add(makeNodeError(N.name(), "cannot fold this shape computation: " +
-                                           toString(Folded.takeError())));
-      Done[I] = true;
-      continue;
-    }
-    if (!*Folded || any_of(N.output(), [&](const std::string &Out) {
-          return Unknown.contains(Out);
-        }))
-      continue;
-    Done[I] = true;
-    for (int K = 0; K != N.output_size(); ++K) {
-      if (N.output(K).empty())
-        continue;
-      auto It = Values.insert({N.output(K), std::move(Results[K])}).first;
-      New.insert(It->first());
+    if (V != Values.end()) {
+      S.ValueDims[K].assign(V->second.Dims.begin(), V->second.Dims.end());
+      S.InDims.back() = &S.ValueDims[K];
+    } else if (const onnx::TypeProto *T = Types.lookup(N.input(K))) {
+      if (getStaticDims(T, S.ValueDims[K]))
+        S.InDims.back() = &S.ValueDims[K];
     }
   }
-  if (Error E = Errs.take())
-    return std::move(E);
-  if (New.empty())
+  if (N.op_type() != "CastLike" || N.input_size() != 2 || !S.Ins[0])
+    return evaluateNode(N, Opset, S.Ins, S.InDims, S.Results);
+  // CastLike needs only the element type of its second input: folded as
+  // the Cast to that type.
+  const onnx::TypeProto *T = Types.lookup(N.input(1));
+  if (!T || !T->has_tensor_type() || !T->tensor_type().elem_type())
     return false;
-  // The folded values' types are exact: readers inferred next see them.
-  // (A bound input has its type already.)
-  StringMap<onnx::ValueInfoProto *> Infos = getValueInfos();
-  for (StringRef Name : New)
-    if (!Inputs.contains(Name))
-      recordType(Infos, Name, Values.find(Name)->second);
+  onnx::NodeProto AsCast;
+  AsCast.set_op_type("Cast");
+  AsCast.add_input(N.input(0));
+  AsCast.add_output(N.output(0));
+  onnx::AttributeProto *To = AsCast.add_attribute();
+  To->set_name("to");
+  To->set_type(onnx::AttributeProto::INT);
+  To->set_i(T->tensor_type().elem_type());
+  return evaluateNode(AsCast, Opset, S.Ins, S.InDims, S.Results);
+}
 
-  // Give inference the new values its unfolded readers need.
+void ShapeFolder::readOwnInitializers() {
+  NumOwnInitializers = G.initializer_size();
+  Done.assign(G.node_size(), false);
+  for (const TP &T : G.initializer())
+    if (!Unknown.contains(T.name()))
+      if (Optional<FoldValue> V = readTensorValue(T))
+        Values[T.name()] = std::move(*V);
+}
+
+bool ShapeFolder::giveNewValues(
+    const DenseSet<StringRef> &New,
+    function_ref<const onnx::TypeProto *(StringRef)> TypeOf) {
   bool Useful = false;
   DenseSet<StringRef> Given;
   for (int I = 0, E = G.node_size(); I != E; ++I) {
@@ -1488,6 +1470,56 @@ Expected<bool> ShapeFolder::run() {
     }
   }
   return Useful;
+}
+
+Expected<bool> ShapeFolder::run() {
+  if (NumOwnInitializers < 0)
+    readOwnInitializers();
+  // Bound inputs reach their readers' inference with the first values.
+  DenseSet<StringRef> New;
+  for (const std::string &Name : Bound)
+    New.insert(Values.find(Name)->first());
+  Bound.clear();
+  LazyTypes Types(G);
+
+  FoldScratch S;
+  ErrorList Errs;
+  for (int I = 0, E = G.node_size(); I != E; ++I) {
+    if (Done[I])
+      continue;
+    const onnx::NodeProto &N = G.node(I);
+    Expected<bool> Folded = foldNode(N, Opset, Values, Types, S);
+    if (!Folded) {
+      Errs.add(makeNodeError(N.name(), "cannot fold this shape computation: " +
+                                           toString(Folded.takeError())));
+      Done[I] = true;
+      continue;
+    }
+    if (!*Folded || any_of(N.output(), [&](const std::string &Out) {
+          return Unknown.contains(Out);
+        }))
+      continue;
+    Done[I] = true;
+    for (int K = 0; K != N.output_size(); ++K) {
+      if (N.output(K).empty())
+        continue;
+      auto It = Values.insert({N.output(K), std::move(S.Results[K])}).first;
+      New.insert(It->first());
+    }
+  }
+  if (Error E = Errs.take())
+    return std::move(E);
+  if (New.empty())
+    return false;
+  // The folded values' types are exact: readers inferred next see them.
+  // (A bound input has its type already.)
+  StringMap<onnx::ValueInfoProto *> Infos = getValueInfos();
+  for (StringRef Name : New)
+    if (!Inputs.contains(Name))
+      recordType(Infos, Name, Values.find(Name)->second);
+
+  // Give inference the new values its unfolded readers need.
+  return giveNewValues(New, [&](StringRef Name) { return Types.lookup(Name); });
 }
 
 StringMap<onnx::ValueInfoProto *> ShapeFolder::getValueInfos() {

@@ -32,10 +32,12 @@
 #define DP_LIB_IMPORT_SHAPEFOLDER_H
 
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringMap.h"
-#include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
@@ -46,6 +48,7 @@ namespace onnx {
 class GraphProto;
 class NodeProto;
 class TensorProto;
+class TypeProto;
 class ValueInfoProto;
 } // namespace onnx
 
@@ -137,6 +140,14 @@ public:
   }
 
 private:
+  /// Reads the values of the graph's own initializers (the first run).
+  void readOwnInitializers();
+  /// Adds as initializers the \p New values that unfolded nodes read, for
+  /// inference; returns whether one of those nodes has a result whose
+  /// shape, by \p TypeOf, is not static yet.
+  bool giveNewValues(
+      const llvm::DenseSet<llvm::StringRef> &New,
+      llvm::function_ref<const onnx::TypeProto *(llvm::StringRef)> TypeOf);
   /// The graph's value_info and output entries by name.
   llvm::StringMap<onnx::ValueInfoProto *> getValueInfos();
   /// Gives tensor \p Name the exact type of \p V.

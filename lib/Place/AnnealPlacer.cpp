@@ -157,12 +157,253 @@ static std::vector<uint32_t> spreadByMemory(const PlacementProblem &P) {
   return Placement;
 }
 
+namespace {
+/// Undirected unit neighbours, for moves toward a neighbour's device.
+class UnitNeighbours {
+public:
+  explicit UnitNeighbours(const PlacementProblem &P) {
+    unsigned N = P.getNumUnits();
+    Begin.assign(N + 1, 0);
+    for (const UnitEdge &E : P.getEdges()) {
+      ++Begin[E.From + 1];
+      ++Begin[E.To + 1];
+    }
+    for (unsigned U = 0; U != N; ++U)
+      Begin[U + 1] += Begin[U];
+    Nbr.resize(Begin[N]);
+    std::vector<uint32_t> Fill(Begin.begin(), Begin.end() - 1);
+    for (const UnitEdge &E : P.getEdges()) {
+      Nbr[Fill[E.From]++] = E.To;
+      Nbr[Fill[E.To]++] = E.From;
+    }
+  }
+
+  unsigned getDegree(uint32_t U) const { return Begin[U + 1] - Begin[U]; }
+  /// The neighbours of \p U.
+  ArrayRef<uint32_t> get(uint32_t U) const {
+    return makeArrayRef(Nbr).slice(Begin[U], getDegree(U));
+  }
+
+private:
+  std::vector<uint32_t> Begin, Nbr;
+};
+
+/// The search from a seed placement: the clock and the evaluation budget,
+/// the random source, the critical units, and the best placement seen.
+class AnnealSearch {
+public:
+  AnnealSearch(const PlacementProblem &P, const PlaceOptions &Opts,
+               std::vector<uint32_t> Seed, double SeedCost, bool Fits)
+      : P(P), N(P.getNumUnits()), D(P.getNumDevices()), Edges(P.getEdges()),
+        Order(P.getTopologicalOrder()), Nbrs(P), Pos(N),
+        MaxRun(std::max(2u, N / (2 * D))), Start(Clock::now()),
+        Seconds(Opts.Seconds > 0 ? Opts.Seconds : 10),
+        MaxEvals(Opts.Evaluations), S(P, Seed), Cost(SeedCost), Rng(Opts.Seed),
+        CriticalStamp(N, 0), Best(std::move(Seed)), BestCost(SeedCost),
+        Fits(Fits) {
+    for (unsigned I = 0; I != N; ++I)
+      Pos[Order[I]] = I;
+  }
+
+  /// Searches until the budget is spent; the best placement seen.
+  Expected<std::vector<uint32_t>> run();
+
+private:
+  using Clock = std::chrono::steady_clock;
+
+  double getElapsed() const {
+    return std::chrono::duration<double>(Clock::now() - Start).count();
+  }
+  uint64_t uniform(uint64_t Bound) {
+    return std::uniform_int_distribution<uint64_t>(0, Bound - 1)(Rng);
+  }
+  uint32_t pickOtherDevice(uint32_t Dev) {
+    uint32_t To = uniform(D - 1);
+    return To >= Dev ? To + 1 : To;
+  }
+  void refreshCritical();
+  std::pair<uint32_t, uint32_t> pickMove();
+  void swapUnits(uint32_t U, uint32_t To);
+  void moveRun(uint32_t U, uint32_t To);
+  void tryStep(double Temperature);
+
+  const PlacementProblem &P;
+  unsigned N, D;
+  ArrayRef<UnitEdge> Edges;
+  ArrayRef<uint32_t> Order;
+  UnitNeighbours Nbrs;
+  /// Each unit's place in Order.
+  std::vector<uint32_t> Pos;
+  /// Runs of up to this many consecutive units move together.
+  unsigned MaxRun;
+
+  // The budget is the search's: the seed placers had their own.
+  Clock::time_point Start;
+  double Seconds;
+  uint64_t MaxEvals;
+
+  AnnealState S;
+  double Cost;
+  std::mt19937_64 Rng;
+  std::uniform_real_distribution<double> Unit01{0.0, 1.0};
+
+  // Units holding the ops of the current placement's critical path,
+  // refreshed (a recorded simulation, counted as an evaluation) at most
+  // every RefreshEvery evaluations after the current placement changed.
+  static constexpr uint64_t RefreshEvery = 32;
+  std::vector<uint32_t> Critical, CriticalStamp;
+  uint32_t Stamp = 0;
+  bool Stale = true;
+  uint64_t Evals = 0, LastRefresh = 0;
+
+  std::vector<uint32_t> Best;
+  double BestCost;
+  bool Fits;
+};
+} // namespace
+
+void AnnealSearch::refreshCritical() {
+  const SimResult &R = S.simulate(/*Record=*/true);
+  ++Evals;
+  LastRefresh = Evals;
+  Stale = false;
+  Critical.clear();
+  ++Stamp;
+  for (uint32_t O : R.CriticalPath) {
+    uint32_t U = P.getUnitOf(O);
+    if (CriticalStamp[U] != Stamp) {
+      CriticalStamp[U] = Stamp;
+      Critical.push_back(U);
+    }
+  }
+}
+
+/// Picks a unit and a device to send it to.
+std::pair<uint32_t, uint32_t> AnnealSearch::pickMove() {
+  uint32_t U, To;
+  double Pick = Unit01(Rng);
+  if (Pick < 0.4 && !Critical.empty()) {
+    U = Critical[uniform(Critical.size())];
+    unsigned Degree = Nbrs.getDegree(U);
+    uint32_t Toward =
+        Degree ? S.Units[Nbrs.get(U)[uniform(Degree)]] : S.Units[U];
+    To = Toward != S.Units[U] && Unit01(Rng) < 0.5
+             ? Toward
+             : pickOtherDevice(S.Units[U]);
+  } else if (Pick < 0.7 && !Edges.empty()) {
+    // Pull one end of a cut edge to the other's device; else anywhere.
+    const UnitEdge &E = Edges[uniform(Edges.size())];
+    bool Flip = uniform(2);
+    U = Flip ? E.From : E.To;
+    uint32_t Other = Flip ? E.To : E.From;
+    To = S.Units[Other] != S.Units[U] ? S.Units[Other]
+                                      : pickOtherDevice(S.Units[U]);
+  } else {
+    U = uniform(N);
+    To = pickOtherDevice(S.Units[U]);
+  }
+  return {U, To};
+}
+
+/// Moves \p U to \p To and swaps it with a unit there, if one is found
+/// soon; rather one with a neighbour on U's device.
+void AnnealSearch::swapUnits(uint32_t U, uint32_t To) {
+  uint32_t From = S.Units[U];
+  int Partner = -1;
+  for (unsigned Try = 0; Try != 16; ++Try) {
+    uint32_t V = uniform(N);
+    if (S.Units[V] != To)
+      continue;
+    if (Partner < 0)
+      Partner = V;
+    if (any_of(Nbrs.get(V), [&](uint32_t W) { return S.Units[W] == From; })) {
+      Partner = V;
+      break;
+    }
+  }
+  if (Partner >= 0)
+    S.move(Partner, From);
+  S.move(U, To);
+}
+
+/// Moves to \p To a run of consecutive units in topological order, those on
+/// U's device, starting or ending at \p U.
+void AnnealSearch::moveRun(uint32_t U, uint32_t To) {
+  uint32_t From = S.Units[U];
+  unsigned Len = 2 + uniform(MaxRun - 1);
+  bool Forward = uniform(2);
+  for (unsigned K = 0; K != Len; ++K) {
+    int64_t I = Forward ? int64_t(Pos[U]) + K : int64_t(Pos[U]) - K;
+    if (I < 0 || I >= int64_t(N))
+      break;
+    uint32_t V = Order[I];
+    if (S.Units[V] == From)
+      S.move(V, To);
+  }
+}
+
+/// Makes one move, simulates it, and keeps or undoes it.
+void AnnealSearch::tryStep(double Temperature) {
+  auto [U, To] = pickMove();
+  double Kind = Unit01(Rng);
+  if (Kind < 0.2)
+    swapUnits(U, To);
+  else if (Kind < 0.5)
+    moveRun(U, To);
+  else
+    S.move(U, To);
+
+  const SimResult &R = S.simulate();
+  ++Evals;
+  if (Fits && R.OOM) {
+    S.undo();
+    return;
+  }
+  double NewCost = getCost(P, R);
+  double Delta = (NewCost - Cost) / Cost;
+  if (Delta > 0 && Unit01(Rng) >= std::exp(-Delta / Temperature)) {
+    S.undo();
+    return;
+  }
+  S.Trial.clear();
+  Cost = NewCost;
+  Stale = true;
+  // Any placement that fits beats every one that does not; once one
+  // fits, placements that do not are rejected above.
+  bool Better = R.OOM ? NewCost < BestCost : !Fits || NewCost < BestCost;
+  if (!Better)
+    return;
+  Fits = !R.OOM;
+  Best = S.Units;
+  BestCost = NewCost;
+}
+
+Expected<std::vector<uint32_t>> AnnealSearch::run() {
+  while (true) {
+    if (MaxEvals && Evals >= MaxEvals)
+      break;
+    double Progress =
+        MaxEvals ? double(Evals) / double(MaxEvals) : getElapsed() / Seconds;
+    if (getElapsed() >= Seconds || Progress >= 1)
+      break;
+    double Temperature = StartTemperature *
+                         std::pow(EndTemperature / StartTemperature, Progress);
+    if (Stale && (Evals == 0 || Evals - LastRefresh >= RefreshEvery)) {
+      refreshCritical();
+      continue;
+    }
+    tryStep(Temperature);
+  }
+  if (!Fits)
+    return makeNoFitErrorFromSim(P, Algo, Best, P.simulate(Best));
+  return std::move(Best);
+}
+
 Expected<std::vector<uint32_t>> placeAnneal(const PlacementProblem &P,
                                             const PlaceOptions &Opts) {
   Expected<SmallVector<const PlacerInfo *, 8>> Seeds = getSeedPlacers(Opts);
   if (!Seeds)
     return Seeds.takeError();
-  unsigned N = P.getNumUnits(), D = P.getNumDevices();
 
   // The fastest seed placement that fits; the first one on ties.
   std::vector<uint32_t> Best;
@@ -188,183 +429,12 @@ Expected<std::vector<uint32_t>> placeAnneal(const PlacementProblem &P,
     BestCost = getCost(P, P.simulate(Best));
   }
   // Nothing to search: no choice, or a step that takes no time.
-  if (N == 0 || D < 2 || BestCost <= 0) {
+  if (P.getNumUnits() == 0 || P.getNumDevices() < 2 || BestCost <= 0) {
     if (!Fits)
       return makeNoFitErrorFromSim(P, Algo, Best, P.simulate(Best));
     return std::move(Best);
   }
-
-  // Undirected unit neighbours, for moves toward a neighbour's device.
-  std::vector<uint32_t> NbrBegin(N + 1, 0), Nbr;
-  ArrayRef<UnitEdge> Edges = P.getEdges();
-  for (const UnitEdge &E : Edges) {
-    ++NbrBegin[E.From + 1];
-    ++NbrBegin[E.To + 1];
-  }
-  for (unsigned U = 0; U != N; ++U)
-    NbrBegin[U + 1] += NbrBegin[U];
-  Nbr.resize(NbrBegin[N]);
-  {
-    std::vector<uint32_t> Fill(NbrBegin.begin(), NbrBegin.end() - 1);
-    for (const UnitEdge &E : Edges) {
-      Nbr[Fill[E.From]++] = E.To;
-      Nbr[Fill[E.To]++] = E.From;
-    }
-  }
-  ArrayRef<uint32_t> Order = P.getTopologicalOrder();
-  std::vector<uint32_t> Pos(N);
-  for (unsigned I = 0; I != N; ++I)
-    Pos[Order[I]] = I;
-  // Runs of up to this many consecutive units move together.
-  unsigned MaxRun = std::max(2u, N / (2 * D));
-
-  // The budget is the search's: the seed placers had their own.
-  using Clock = std::chrono::steady_clock;
-  auto Start = Clock::now();
-  double Seconds = Opts.Seconds > 0 ? Opts.Seconds : 10;
-  uint64_t MaxEvals = Opts.Evaluations;
-  auto Elapsed = [&] {
-    return std::chrono::duration<double>(Clock::now() - Start).count();
-  };
-  AnnealState S(P, Best);
-  double Cost = BestCost;
-  std::mt19937_64 Rng(Opts.Seed);
-  auto Uniform = [&](uint64_t Bound) {
-    return std::uniform_int_distribution<uint64_t>(0, Bound - 1)(Rng);
-  };
-  std::uniform_real_distribution<double> Unit01(0.0, 1.0);
-  auto OtherDevice = [&](uint32_t Dev) {
-    uint32_t To = Uniform(D - 1);
-    return To >= Dev ? To + 1 : To;
-  };
-
-  // Units holding the ops of the current placement's critical path,
-  // refreshed (a recorded simulation, counted as an evaluation) at most
-  // every RefreshEvery evaluations after the current placement changed.
-  constexpr uint64_t RefreshEvery = 32;
-  std::vector<uint32_t> Critical, CriticalStamp(N, 0);
-  uint32_t Stamp = 0;
-  bool Stale = true;
-  uint64_t Evals = 0, LastRefresh = 0;
-  auto RefreshCritical = [&] {
-    const SimResult &R = S.simulate(/*Record=*/true);
-    ++Evals;
-    LastRefresh = Evals;
-    Stale = false;
-    Critical.clear();
-    ++Stamp;
-    for (uint32_t O : R.CriticalPath) {
-      uint32_t U = P.getUnitOf(O);
-      if (CriticalStamp[U] != Stamp) {
-        CriticalStamp[U] = Stamp;
-        Critical.push_back(U);
-      }
-    }
-  };
-
-  while (true) {
-    if (MaxEvals && Evals >= MaxEvals)
-      break;
-    double Progress =
-        MaxEvals ? double(Evals) / double(MaxEvals) : Elapsed() / Seconds;
-    if (Elapsed() >= Seconds || Progress >= 1)
-      break;
-    double Temperature = StartTemperature *
-                         std::pow(EndTemperature / StartTemperature, Progress);
-    if (Stale && (Evals == 0 || Evals - LastRefresh >= RefreshEvery)) {
-      RefreshCritical();
-      continue;
-    }
-
-    // Pick a unit and a device to send it to.
-    uint32_t U, To;
-    double Pick = Unit01(Rng);
-    if (Pick < 0.4 && !Critical.empty()) {
-      U = Critical[Uniform(Critical.size())];
-      unsigned Degree = NbrBegin[U + 1] - NbrBegin[U];
-      uint32_t Toward =
-          Degree ? S.Units[Nbr[NbrBegin[U] + Uniform(Degree)]] : S.Units[U];
-      To = Toward != S.Units[U] && Unit01(Rng) < 0.5 ? Toward
-                                                     : OtherDevice(S.Units[U]);
-    } else if (Pick < 0.7 && !Edges.empty()) {
-      // Pull one end of a cut edge to the other's device; else anywhere.
-      const UnitEdge &E = Edges[Uniform(Edges.size())];
-      bool Flip = Uniform(2);
-      U = Flip ? E.From : E.To;
-      uint32_t Other = Flip ? E.To : E.From;
-      To = S.Units[Other] != S.Units[U] ? S.Units[Other]
-                                        : OtherDevice(S.Units[U]);
-    } else {
-      U = Uniform(N);
-      To = OtherDevice(S.Units[U]);
-    }
-
-    double Kind = Unit01(Rng);
-    uint32_t From = S.Units[U];
-    if (Kind < 0.2) {
-      // Swap with a unit on the target device, if one is found soon;
-      // rather one with a neighbour on U's device.
-      int Partner = -1;
-      for (unsigned Try = 0; Try != 16; ++Try) {
-        uint32_t V = Uniform(N);
-        if (S.Units[V] != To)
-          continue;
-        if (Partner < 0)
-          Partner = V;
-        ArrayRef<uint32_t> Near =
-            makeArrayRef(Nbr).slice(NbrBegin[V], NbrBegin[V + 1] - NbrBegin[V]);
-        if (any_of(Near, [&](uint32_t W) { return S.Units[W] == From; })) {
-          Partner = V;
-          break;
-        }
-      }
-      if (Partner >= 0)
-        S.move(Partner, From);
-      S.move(U, To);
-    } else if (Kind < 0.5) {
-      // A run of consecutive units in topological order, those on U's
-      // device, starting or ending at U.
-      unsigned Len = 2 + Uniform(MaxRun - 1);
-      bool Forward = Uniform(2);
-      for (unsigned K = 0; K != Len; ++K) {
-        int64_t I = Forward ? int64_t(Pos[U]) + K : int64_t(Pos[U]) - K;
-        if (I < 0 || I >= int64_t(N))
-          break;
-        uint32_t V = Order[I];
-        if (S.Units[V] == From)
-          S.move(V, To);
-      }
-    } else {
-      S.move(U, To);
-    }
-
-    const SimResult &R = S.simulate();
-    ++Evals;
-    if (Fits && R.OOM) {
-      S.undo();
-      continue;
-    }
-    double NewCost = getCost(P, R);
-    double Delta = (NewCost - Cost) / Cost;
-    if (Delta > 0 && Unit01(Rng) >= std::exp(-Delta / Temperature)) {
-      S.undo();
-      continue;
-    }
-    S.Trial.clear();
-    Cost = NewCost;
-    Stale = true;
-    // Any placement that fits beats every one that does not; once one
-    // fits, placements that do not are rejected above.
-    bool Better = R.OOM ? NewCost < BestCost : !Fits || NewCost < BestCost;
-    if (!Better)
-      continue;
-    Fits = !R.OOM;
-    Best = S.Units;
-    BestCost = NewCost;
-  }
-  if (!Fits)
-    return makeNoFitErrorFromSim(P, Algo, Best, P.simulate(Best));
-  return std::move(Best);
+  return AnnealSearch(P, Opts, std::move(Best), BestCost, Fits).run();
 }
 
 } // namespace dp

@@ -736,6 +736,148 @@ solveWindow(ArrayRef<double> Time, ArrayRef<LPEdge> Edges, double &Makespan) {
   return X;
 }
 
+namespace {
+/// Chains contracted into their first node. A chain edge is favourite in
+/// every optimal solution (its x only appears in its own precedence
+/// constraint), so chains contract into their first node, which takes
+/// their total time.
+struct ChainContraction {
+  /// Per node: the first node of its chain.
+  std::vector<uint32_t> Head;
+  /// Per chain head: the chain's total time.
+  std::vector<double> ChainTime;
+  /// Per edge: whether it joins two nodes of a chain.
+  std::vector<uint8_t> IsChain;
+};
+} // namespace
+
+/// Contracts the chains of the DAG, recording their edges as favourite in
+/// \p Child.
+static ChainContraction contractChains(ArrayRef<double> NodeTime,
+                                       ArrayRef<LPEdge> Edges,
+                                       ArrayRef<uint32_t> Order,
+                                       std::vector<uint32_t> &Child) {
+  unsigned N = NodeTime.size();
+  std::vector<unsigned> OutDeg(N, 0), InDeg(N, 0);
+  for (const LPEdge &E : Edges) {
+    ++OutDeg[E.From];
+    ++InDeg[E.To];
+  }
+  ChainContraction CC;
+  CC.Head.resize(N);
+  CC.ChainTime.assign(NodeTime.begin(), NodeTime.end());
+  CC.IsChain.assign(Edges.size(), 0);
+  std::vector<uint32_t> InEdge(N, NoUnit);
+  for (unsigned I = 0, E = Edges.size(); I != E; ++I)
+    InEdge[Edges[I].To] = I;
+  for (uint32_t V : Order) {
+    CC.Head[V] = V;
+    if (InDeg[V] != 1)
+      continue;
+    unsigned I = InEdge[V];
+    uint32_t Parent = Edges[I].From;
+    if (OutDeg[Parent] != 1)
+      continue;
+    CC.IsChain[I] = 1;
+    Child[Parent] = V;
+    CC.Head[V] = CC.Head[Parent];
+    CC.ChainTime[CC.Head[V]] += NodeTime[V];
+  }
+  return CC;
+}
+
+/// Solves the LP of one window with the figures scaled near 1 (GLPK's
+/// tolerances are relative); the x of its edges, empty when it failed, and
+/// the unscaled relaxed makespan in \p Makespan.
+static std::vector<double> solveScaledWindow(std::vector<double> Time,
+                                             std::vector<LPEdge> Local,
+                                             double &Makespan) {
+  double Scale = 0;
+  for (double T : Time)
+    Scale = std::max(Scale, T);
+  for (const LPEdge &E : Local)
+    Scale = std::max(Scale, E.Cost);
+  if (!(Scale > 0))
+    Scale = 1;
+  for (double &T : Time)
+    T /= Scale;
+  for (LPEdge &E : Local)
+    E.Cost /= Scale;
+  Makespan = 0;
+  std::vector<double> X = solveWindow(Time, Local, Makespan);
+  Makespan *= Scale;
+  return X;
+}
+
+/// Solves one LP per window of \p Limit consecutive nodes of the
+/// contracted graph (\p Nodes, by \p LocalId), over the edges of
+/// \p EdgeIds that stay in a window; the x of every edge, 1 where no LP
+/// gave one.
+static std::vector<double>
+solveWindows(ArrayRef<LPEdge> Edges, ArrayRef<unsigned> EdgeIds,
+             const ChainContraction &CC, ArrayRef<uint32_t> Nodes,
+             ArrayRef<uint32_t> LocalId, unsigned Limit, FavouriteChildren &R) {
+  std::vector<double> X(Edges.size(), 1.0);
+  auto LocalOf = [&](uint32_t V) { return LocalId[CC.Head[V]]; };
+  std::vector<std::vector<unsigned>> WindowEdges((Nodes.size() + Limit - 1) /
+                                                 Limit);
+  for (unsigned I : EdgeIds) {
+    unsigned A = LocalOf(Edges[I].From), B = LocalOf(Edges[I].To);
+    if (A / Limit == B / Limit)
+      WindowEdges[A / Limit].push_back(I);
+  }
+  for (unsigned Win = 0, NW = WindowEdges.size(); Win != NW; ++Win) {
+    if (WindowEdges[Win].empty())
+      continue;
+    unsigned First = Win * Limit;
+    unsigned K = std::min<unsigned>(Limit, Nodes.size() - First);
+    std::vector<double> Time(K);
+    for (unsigned I = 0; I != K; ++I)
+      Time[I] = CC.ChainTime[Nodes[First + I]];
+    std::vector<LPEdge> Local;
+    for (unsigned I : WindowEdges[Win])
+      Local.push_back(LPEdge{LocalOf(Edges[I].From) - First,
+                             LocalOf(Edges[I].To) - First, Edges[I].Cost});
+    double Makespan;
+    std::vector<double> LocalX =
+        solveScaledWindow(std::move(Time), std::move(Local), Makespan);
+    ++R.NumLPs;
+    if (LocalX.empty())
+      continue;
+    R.RelaxedMakespan = std::max(R.RelaxedMakespan, Makespan);
+    for (unsigned I = 0, E = LocalX.size(); I != E; ++I)
+      X[WindowEdges[Win][I]] = LocalX[I];
+  }
+  return X;
+}
+
+/// Rounding: edges at or under the threshold, smallest x first (then the
+/// heavier edge, then the first), keeping one child per parent and one
+/// parent per child.
+static void roundFavourites(ArrayRef<LPEdge> Edges, ArrayRef<unsigned> EdgeIds,
+                            ArrayRef<uint8_t> IsChain, ArrayRef<double> X,
+                            double Threshold, std::vector<uint32_t> &Child) {
+  std::vector<unsigned> Cands;
+  for (unsigned I : EdgeIds)
+    if (X[I] <= Threshold + 1e-9)
+      Cands.push_back(I);
+  llvm::sort(Cands, [&](unsigned A, unsigned B) {
+    return std::make_tuple(X[A], -Edges[A].Cost, A) <
+           std::make_tuple(X[B], -Edges[B].Cost, B);
+  });
+  std::vector<uint8_t> HasParent(Child.size(), 0);
+  for (unsigned I = 0, E = Edges.size(); I != E; ++I)
+    if (IsChain[I])
+      HasParent[Edges[I].To] = 1;
+  for (unsigned I : Cands) {
+    uint32_t From = Edges[I].From, To = Edges[I].To;
+    if (Child[From] != NoUnit || HasParent[To])
+      continue;
+    Child[From] = To;
+    HasParent[To] = 1;
+  }
+}
+
 FavouriteChildren solveFavouriteChildren(ArrayRef<double> NodeTime,
                                          ArrayRef<LPEdge> Edges,
                                          ArrayRef<uint32_t> Order,
@@ -743,46 +885,22 @@ FavouriteChildren solveFavouriteChildren(ArrayRef<double> NodeTime,
   unsigned N = NodeTime.size();
   FavouriteChildren R;
   R.Child.assign(N, NoUnit);
+#ifndef NDEBUG
   std::vector<uint32_t> Position(N);
   for (unsigned I = 0; I != N; ++I)
     Position[Order[I]] = I;
-  std::vector<unsigned> OutDeg(N, 0), InDeg(N, 0);
-  for (const LPEdge &E : Edges) {
+  for (const LPEdge &E : Edges)
     assert(Position[E.From] < Position[E.To] && "edges follow the order");
-    ++OutDeg[E.From];
-    ++InDeg[E.To];
-  }
-
-  // A chain edge is favourite in every optimal solution (its x only
-  // appears in its own precedence constraint), so chains contract into
-  // their first node, which takes their total time.
-  std::vector<uint32_t> Head(N);
-  std::vector<double> ChainTime(NodeTime.begin(), NodeTime.end());
-  std::vector<uint8_t> IsChain(Edges.size(), 0);
-  std::vector<uint32_t> InEdge(N, NoUnit);
-  for (unsigned I = 0, E = Edges.size(); I != E; ++I)
-    InEdge[Edges[I].To] = I;
-  for (uint32_t V : Order) {
-    Head[V] = V;
-    if (InDeg[V] != 1)
-      continue;
-    unsigned I = InEdge[V];
-    uint32_t Parent = Edges[I].From;
-    if (OutDeg[Parent] != 1)
-      continue;
-    IsChain[I] = 1;
-    R.Child[Parent] = V;
-    Head[V] = Head[Parent];
-    ChainTime[Head[V]] += NodeTime[V];
-  }
+#endif
+  ChainContraction CC = contractChains(NodeTime, Edges, Order, R.Child);
 
   // The contracted graph: chain heads with an edge, in order.
   std::vector<uint32_t> LocalId(N, NoUnit), Nodes;
   std::vector<unsigned> EdgeIds;
   for (unsigned I = 0, E = Edges.size(); I != E; ++I)
-    if (!IsChain[I]) {
+    if (!CC.IsChain[I]) {
       EdgeIds.push_back(I);
-      LocalId[Head[Edges[I].From]] = LocalId[Head[Edges[I].To]] = 0;
+      LocalId[CC.Head[Edges[I].From]] = LocalId[CC.Head[Edges[I].To]] = 0;
     }
   for (uint32_t V : Order)
     if (LocalId[V] != NoUnit) {
@@ -794,73 +912,9 @@ FavouriteChildren solveFavouriteChildren(ArrayRef<double> NodeTime,
   if (EdgeIds.empty())
     return R;
 
-  // One LP per window of NodeLimit consecutive nodes.
-  unsigned Limit = std::max(NodeLimit, 1u);
-  std::vector<double> X(Edges.size(), 1.0);
-  std::vector<std::vector<unsigned>> WindowEdges((Nodes.size() + Limit - 1) /
-                                                 Limit);
-  for (unsigned I : EdgeIds) {
-    unsigned A = LocalId[Head[Edges[I].From]], B = LocalId[Head[Edges[I].To]];
-    if (A / Limit == B / Limit)
-      WindowEdges[A / Limit].push_back(I);
-  }
-  for (unsigned Win = 0, NW = WindowEdges.size(); Win != NW; ++Win) {
-    if (WindowEdges[Win].empty())
-      continue;
-    unsigned First = Win * Limit;
-    unsigned K = std::min<unsigned>(Limit, Nodes.size() - First);
-    std::vector<double> Time(K);
-    for (unsigned I = 0; I != K; ++I)
-      Time[I] = ChainTime[Nodes[First + I]];
-    std::vector<LPEdge> Local;
-    for (unsigned I : WindowEdges[Win])
-      Local.push_back(LPEdge{LocalId[Head[Edges[I].From]] - First,
-                             LocalId[Head[Edges[I].To]] - First,
-                             Edges[I].Cost});
-    // GLPK's tolerances are relative; keep the figures near 1.
-    double Scale = 0;
-    for (double T : Time)
-      Scale = std::max(Scale, T);
-    for (const LPEdge &E : Local)
-      Scale = std::max(Scale, E.Cost);
-    if (!(Scale > 0))
-      Scale = 1;
-    for (double &T : Time)
-      T /= Scale;
-    for (LPEdge &E : Local)
-      E.Cost /= Scale;
-    double Makespan = 0;
-    std::vector<double> LocalX = solveWindow(Time, Local, Makespan);
-    ++R.NumLPs;
-    if (LocalX.empty())
-      continue;
-    R.RelaxedMakespan = std::max(R.RelaxedMakespan, Makespan * Scale);
-    for (unsigned I = 0, E = Local.size(); I != E; ++I)
-      X[WindowEdges[Win][I]] = LocalX[I];
-  }
-
-  // Rounding: edges at or under the threshold, smallest x first (then the
-  // heavier edge, then the first), keeping one child per parent and one
-  // parent per child.
-  std::vector<unsigned> Cands;
-  for (unsigned I : EdgeIds)
-    if (X[I] <= Threshold + 1e-9)
-      Cands.push_back(I);
-  llvm::sort(Cands, [&](unsigned A, unsigned B) {
-    return std::make_tuple(X[A], -Edges[A].Cost, A) <
-           std::make_tuple(X[B], -Edges[B].Cost, B);
-  });
-  std::vector<uint8_t> HasParent(N, 0);
-  for (unsigned I = 0, E = Edges.size(); I != E; ++I)
-    if (IsChain[I])
-      HasParent[Edges[I].To] = 1;
-  for (unsigned I : Cands) {
-    uint32_t From = Edges[I].From, To = Edges[I].To;
-    if (R.Child[From] != NoUnit || HasParent[To])
-      continue;
-    R.Child[From] = To;
-    HasParent[To] = 1;
-  }
+  std::vector<double> X = solveWindows(Edges, EdgeIds, CC, Nodes, LocalId,
+                                       std::max(NodeLimit, 1u), R);
+  roundFavourites(Edges, EdgeIds, CC.IsChain, X, Threshold, R.Child);
   return R;
 }
 

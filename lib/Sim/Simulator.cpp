@@ -334,12 +334,8 @@ void Simulator::makeAvailable(uint32_t T, unsigned Dev, double Now,
   }
 }
 
-void Simulator::run(ArrayRef<uint32_t> Placement, SimResult &R,
-                    bool RecordTimeline) {
-  assert(Placement.size() == G.NumOps && "one device per op");
+void Simulator::reset(SimResult &R) {
   unsigned D = G.NumDevices;
-  Place = Placement;
-  Record = RecordTimeline;
   Heap.clear();
   std::fill(State.begin(), State.end(), 0);
   std::fill(Uses.begin(), Uses.end(), 0);
@@ -367,39 +363,43 @@ void Simulator::run(ArrayRef<uint32_t> Placement, SimResult &R,
     R.Ops.assign(G.NumOps, OpInterval());
 
   for (uint32_t Op = 0; Op != G.NumOps; ++Op) {
-    assert(Placement[Op] < D && "device out of range");
+    assert(Place[Op] < D && "device out of range");
     Pending[Op] = G.OpInputsBegin[Op + 1] - G.OpInputsBegin[Op];
     WaitedOn[Op] = None;
-    ++R.OpCount[Placement[Op]];
+    ++R.OpCount[Place[Op]];
   }
-  // Homes and the uses that keep each copy alive: its readers on that
-  // device, plus (at home) one per device it is sent to.
+}
+
+void Simulator::placeTensors() {
+  unsigned D = G.NumDevices;
   for (uint32_t T = 0; T != G.NumTensors; ++T) {
     unsigned Begin = G.ConsumersBegin[T], End = G.ConsumersBegin[T + 1];
     uint32_t Producer = G.TensorProducer[T];
-    Home[T] = Producer != None ? Placement[Producer]
-              : Begin != End   ? Placement[G.Consumers[Begin]]
+    Home[T] = Producer != None ? Place[Producer]
+              : Begin != End   ? Place[G.Consumers[Begin]]
                                : 0;
     uint64_t Remote = 0;
     for (unsigned I = Begin; I != End; ++I) {
-      unsigned Dev = Placement[G.Consumers[I]];
+      unsigned Dev = Place[G.Consumers[I]];
       ++Uses[size_t(T) * D + Dev];
       if (Dev != Home[T])
         Remote |= uint64_t(1) << Dev;
     }
     Uses[size_t(T) * D + Home[T]] += countPopulation(Remote);
   }
+}
 
+void Simulator::startStep(SimResult &R) {
   // Persistent bytes first: they are there before the step starts.
   for (uint32_t Op = 0; Op != G.NumOps; ++Op)
     if (G.OpPersistent[Op])
-      allocate(Placement[Op], G.OpPersistent[Op], Op, R);
+      allocate(Place[Op], G.OpPersistent[Op], Op, R);
   for (uint32_t T : G.SourceTensors)
     allocate(Home[T], G.TensorBytes[T], G.Consumers[G.ConsumersBegin[T]], R);
   for (uint32_t T : G.SourceTensors)
     makeAvailable(T, Home[T], 0.0, R);
   for (uint32_t Op : G.SourceOps) {
-    unsigned Dev = Placement[Op];
+    unsigned Dev = Place[Op];
     ReadyTime[Op] = 0;
     if (!Busy[Dev]) {
       startOp(Op, Dev, 0.0, R);
@@ -407,19 +407,63 @@ void Simulator::run(ArrayRef<uint32_t> Placement, SimResult &R,
     }
     Queue[size_t(Dev) * G.NumOps + QTail[Dev]++] = Op;
   }
+}
+
+void Simulator::finishTransfer(uint64_t Key, double Now, SimResult &R) {
+  unsigned D = G.NumDevices;
+  uint32_t T = uint32_t(Key / D);
+  unsigned Dst = unsigned(Key % D);
+  makeAvailable(T, Dst, Now, R);
+  // The copy at home has one transfer fewer to serve.
+  if (--Uses[size_t(T) * D + Home[T]] == 0)
+    release(T, Home[T]);
+}
+
+void Simulator::finishOp(uint32_t Op, unsigned Dev, double Now, SimResult &R) {
+  unsigned D = G.NumDevices;
+  R.BusyTime[Dev] +=
+      GroupOf[Dev] < 0 ? G.Time[size_t(Op) * D + Dev] : Now - StartedAt[Dev];
+  if (Record)
+    R.Ops[Op].End = Now;
+  Live[Dev] -= G.OpWorkspace[Op];
+  for (unsigned I = G.OpResultsBegin[Op]; I != G.OpResultsBegin[Op + 1]; ++I) {
+    uint32_t T = G.OpResults[I];
+    makeAvailable(T, Dev, Now, R);
+    if (Uses[size_t(T) * D + Dev] == 0)
+      release(T, Dev); // Nothing reads it.
+  }
+  for (unsigned I = G.OpInputsBegin[Op]; I != G.OpInputsBegin[Op + 1]; ++I) {
+    uint32_t T = G.OpInputs[I];
+    if (--Uses[size_t(T) * D + Dev] == 0)
+      release(T, Dev);
+  }
+  if (QHead[Dev] == QTail[Dev]) {
+    Busy[Dev] = 0;
+    return;
+  }
+  uint32_t Next = Queue[size_t(Dev) * G.NumOps + QHead[Dev]++];
+  if (ReadyTime[Next] < Now)
+    WaitedOn[Next] = Op; // It waited for the device, not for data.
+  startOp(Next, Dev, Now, R);
+}
+
+void Simulator::run(ArrayRef<uint32_t> Placement, SimResult &R,
+                    bool RecordTimeline) {
+  assert(Placement.size() == G.NumOps && "one device per op");
+  Place = Placement;
+  Record = RecordTimeline;
+  reset(R);
+  // Homes and the uses that keep each copy alive: its readers on that
+  // device, plus (at home) one per device it is sent to.
+  placeTensors();
+  startStep(R);
 
   uint32_t LastOp = None;
   while (!Heap.empty()) {
     Event E = pop();
     double Now = E.Time;
     if (E.Payload & TransferTag) {
-      uint64_t Key = E.Payload & ~TransferTag;
-      uint32_t T = uint32_t(Key / D);
-      unsigned Dst = unsigned(Key % D);
-      makeAvailable(T, Dst, Now, R);
-      // The copy at home has one transfer fewer to serve.
-      if (--Uses[size_t(T) * D + Home[T]] == 0)
-        release(T, Home[T]);
+      finishTransfer(E.Payload & ~TransferTag, Now, R);
       continue;
     }
     uint32_t Op = uint32_t(E.Payload);
@@ -431,36 +475,11 @@ void Simulator::run(ArrayRef<uint32_t> Placement, SimResult &R,
       // woken here on it must queue, not start.
       reshare(GroupOf[Dev], -1, Now, Dev);
     }
-    R.BusyTime[Dev] += GroupOf[Dev] < 0 ? G.Time[size_t(Op) * D + Dev]
-                                        : Now - StartedAt[Dev];
     if (Now >= R.StepTime) {
       R.StepTime = Now;
       LastOp = Op;
     }
-    if (Record)
-      R.Ops[Op].End = Now;
-    Live[Dev] -= G.OpWorkspace[Op];
-    for (unsigned I = G.OpResultsBegin[Op]; I != G.OpResultsBegin[Op + 1];
-         ++I) {
-      uint32_t T = G.OpResults[I];
-      makeAvailable(T, Dev, Now, R);
-      if (Uses[size_t(T) * D + Dev] == 0)
-        release(T, Dev); // Nothing reads it.
-    }
-    for (unsigned I = G.OpInputsBegin[Op]; I != G.OpInputsBegin[Op + 1];
-         ++I) {
-      uint32_t T = G.OpInputs[I];
-      if (--Uses[size_t(T) * D + Dev] == 0)
-        release(T, Dev);
-    }
-    if (QHead[Dev] == QTail[Dev]) {
-      Busy[Dev] = 0;
-      continue;
-    }
-    uint32_t Next = Queue[size_t(Dev) * G.NumOps + QHead[Dev]++];
-    if (ReadyTime[Next] < Now)
-      WaitedOn[Next] = Op; // It waited for the device, not for data.
-    startOp(Next, Dev, Now, R);
+    finishOp(Op, Dev, Now, R);
   }
 
   if (Record && LastOp != None) {

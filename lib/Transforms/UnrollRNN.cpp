@@ -91,19 +91,8 @@ static std::string typeString(const TensorType &T) {
   return OS.str();
 }
 
-/// Reads the ONNX attributes and checks the operand and result types of
-/// recurrent op \p O.
-static Expected<RNNOp> analyzeRNN(const Graph &G, OpId O, CellKind Kind) {
-  const Op &Node = G.getOp(O);
-  auto Fail = [&](const Twine &Msg) -> Expected<RNNOp> {
-    return makeNodeError(Node.Name, Msg);
-  };
-  RNNOp R;
-  R.Id = O;
-  R.Kind = Kind;
-  R.Gates = Kind == CellKind::LSTM  ? "iofc"
-            : Kind == CellKind::GRU ? "zrh"
-                                    : "i";
+/// Finds the operands and results of recurrent op \p Node in \p R.
+static Error readRNNOperands(const Op &Node, RNNOp &R) {
   auto Operand = [&](unsigned I) {
     return I < Node.Operands.size() ? Node.Operands[I] : NoId;
   };
@@ -117,23 +106,58 @@ static Expected<RNNOp> analyzeRNN(const Graph &G, OpId O, CellKind Kind) {
   R.InitialH = Operand(5);
   R.Y = Result(0);
   R.YH = Result(1);
-  if (Kind == CellKind::LSTM) {
+  bool IsLSTM = R.Kind == CellKind::LSTM;
+  if (IsLSTM) {
     R.InitialC = Operand(6);
     R.P = Operand(7);
     R.YC = Result(2);
   }
-  unsigned MaxOperands = Kind == CellKind::LSTM ? 8 : 6;
-  unsigned MaxResults = Kind == CellKind::LSTM ? 3 : 2;
+  unsigned MaxOperands = IsLSTM ? 8 : 6;
+  unsigned MaxResults = IsLSTM ? 3 : 2;
   if (R.X == NoId || R.W == NoId || R.R == NoId)
-    return Fail("expected operands X, W and R");
+    return makeNodeError(Node.Name, "expected operands X, W and R");
   if (Node.Operands.size() > MaxOperands || Node.Results.size() > MaxResults)
-    return Fail("the op has more operands or results than " + Node.Type +
-                " takes");
+    return makeNodeError(Node.Name, "the op has more operands or results "
+                                    "than " +
+                                        Node.Type + " takes");
   if (Operand(4) != NoId)
-    return Fail("sequence_lens is not supported: unroll-rnn needs every "
-                "sequence of the batch to have the full length");
+    return makeNodeError(Node.Name,
+                         "sequence_lens is not supported: unroll-rnn needs "
+                         "every sequence of the batch to have the full "
+                         "length");
+  return Error::success();
+}
 
-  // Attributes.
+/// Reads the int attribute \p A (hidden_size, layout, input_forget or
+/// linear_before_reset) of recurrent op \p Node into \p R.
+static Error readRNNIntAttribute(const Op &Node, const NamedAttribute &A,
+                                 RNNOp &R) {
+  StringRef N = A.Name;
+  auto Fail = [&](const Twine &Msg) { return makeNodeError(Node.Name, Msg); };
+  if (A.Value.getKind() != AttrKind::Int)
+    return Fail("attribute '" + N + "' must be an int");
+  int64_t V = A.Value.getInt();
+  if (N == "layout") {
+    if (V != 0 && V != 1)
+      return Fail("layout " + Twine(V) + " is not 0 or 1");
+    R.Layout = V;
+  } else if (N == "input_forget") {
+    if (R.Kind != CellKind::LSTM)
+      return Fail(Node.Type + " has no attribute 'input_forget'");
+    if (V != 0)
+      return Fail("input_forget = " + Twine(V) +
+                  " is not supported (coupled input and forget gates)");
+  } else if (N == "linear_before_reset") {
+    if (R.Kind != CellKind::GRU)
+      return Fail(Node.Type + " has no attribute 'linear_before_reset'");
+    R.LinearBeforeReset = V != 0;
+  }
+  return Error::success();
+}
+
+/// Reads the ONNX attributes of recurrent op \p Node into \p R.
+static Error readRNNAttributes(const Op &Node, RNNOp &R) {
+  auto Fail = [&](const Twine &Msg) { return makeNodeError(Node.Name, Msg); };
   for (const NamedAttribute &A : Node.Attrs) {
     StringRef N = A.Name;
     AttrKind K = A.Value.getKind();
@@ -163,63 +187,59 @@ static Expected<RNNOp> analyzeRNN(const Graph &G, OpId O, CellKind Kind) {
       Known = true;
     } else if (N == "hidden_size" || N == "layout" || N == "input_forget" ||
                N == "linear_before_reset") {
-      if (K != AttrKind::Int)
-        return Fail("attribute '" + N + "' must be an int");
-      int64_t V = A.Value.getInt();
-      if (N == "layout") {
-        if (V != 0 && V != 1)
-          return Fail("layout " + Twine(V) + " is not 0 or 1");
-        R.Layout = V;
-      } else if (N == "input_forget") {
-        if (Kind != CellKind::LSTM)
-          return Fail(Node.Type + " has no attribute 'input_forget'");
-        if (V != 0)
-          return Fail("input_forget = " + Twine(V) +
-                      " is not supported (coupled input and forget gates)");
-      } else if (N == "linear_before_reset") {
-        if (Kind != CellKind::GRU)
-          return Fail(Node.Type + " has no attribute 'linear_before_reset'");
-        R.LinearBeforeReset = V != 0;
-      }
+      if (Error E = readRNNIntAttribute(Node, A, R))
+        return E;
       Known = true;
     }
     if (!Known)
       return Fail("unknown " + Node.Type + " attribute '" + N + "'");
   }
+  return Error::success();
+}
 
-  // Activations: the defaults, or Sigmoid/Tanh/Relu written out.
+/// Reads the activations of recurrent op \p Node into \p R: the defaults,
+/// or Sigmoid/Tanh/Relu written out.
+static Error readRNNActivations(const Op &Node, RNNOp &R) {
   unsigned NumActs = R.getNumActivations();
-  if (const Attribute *Acts = Node.Attrs.get("activations")) {
-    const std::vector<std::string> &Names = Acts->getStrings();
-    if (Names.size() != NumActs * R.NumDirections)
-      return Fail("expected " + Twine(NumActs * R.NumDirections) +
-                  " activations, not " + Twine(Names.size()));
-    for (const std::string &Name : Names) {
-      std::string Lower = StringRef(Name).lower();
-      if (Lower == "sigmoid")
-        R.Activations.push_back("Sigmoid");
-      else if (Lower == "tanh")
-        R.Activations.push_back("Tanh");
-      else if (Lower == "relu")
-        R.Activations.push_back("Relu");
-      else
-        return Fail("activation '" + Name +
-                    "' is not supported (expected Sigmoid, Tanh or Relu)");
-    }
-  } else {
+  const Attribute *Acts = Node.Attrs.get("activations");
+  if (!Acts) {
     for (unsigned D = 0; D != R.NumDirections; ++D) {
-      if (Kind == CellKind::RNN) {
+      if (R.Kind == CellKind::RNN) {
         R.Activations.push_back("Tanh");
         continue;
       }
       R.Activations.push_back("Sigmoid");
       R.Activations.push_back("Tanh");
-      if (Kind == CellKind::LSTM)
+      if (R.Kind == CellKind::LSTM)
         R.Activations.push_back("Tanh");
     }
+    return Error::success();
   }
+  const std::vector<std::string> &Names = Acts->getStrings();
+  if (Names.size() != NumActs * R.NumDirections)
+    return makeNodeError(Node.Name,
+                         "expected " + Twine(NumActs * R.NumDirections) +
+                             " activations, not " + Twine(Names.size()));
+  for (const std::string &Name : Names) {
+    std::string Lower = StringRef(Name).lower();
+    if (Lower == "sigmoid")
+      R.Activations.push_back("Sigmoid");
+    else if (Lower == "tanh")
+      R.Activations.push_back("Tanh");
+    else if (Lower == "relu")
+      R.Activations.push_back("Relu");
+    else
+      return makeNodeError(Node.Name, "activation '" + Name +
+                                          "' is not supported (expected "
+                                          "Sigmoid, Tanh or Relu)");
+  }
+  return Error::success();
+}
 
-  // Types.
+/// Checks the operand and result types of recurrent op \p Node, and reads
+/// its sizes into \p R.
+static Error checkRNNTypes(const Graph &G, const Op &Node, RNNOp &R) {
+  auto Fail = [&](const Twine &Msg) { return makeNodeError(Node.Name, Msg); };
   const TensorType &XT = G.getTensor(R.X).Type;
   R.DType = XT.DType;
   if (!isFloatDType(R.DType))
@@ -263,31 +283,51 @@ static Expected<RNNOp> analyzeRNN(const Graph &G, OpId O, CellKind Kind) {
       R.Layout == 0 ? SmallVector<int64_t, 4>{R.SeqLength, D, R.Batch, H}
                     : SmallVector<int64_t, 4>{R.Batch, R.SeqLength, D, H};
   if (Error E = Expect(R.R, "R", {D, NG * H, H}))
-    return std::move(E);
+    return E;
   if (H < 1)
     return Fail("the hidden size is 0");
   if (Error E = Expect(R.W, "W", {D, NG * H, R.InputSize}))
-    return std::move(E);
+    return E;
   if (Error E = Expect(R.B, "B", {D, 2 * NG * H}))
-    return std::move(E);
+    return E;
   if (Error E = Expect(R.InitialH, "initial_h", StateDims))
-    return std::move(E);
+    return E;
   if (Error E = Expect(R.InitialC, "initial_c", StateDims))
-    return std::move(E);
+    return E;
   if (Error E = Expect(R.P, "P", {D, 3 * H}))
-    return std::move(E);
+    return E;
   if (Error E = Expect(R.Y, "Y", YDims))
-    return std::move(E);
+    return E;
   if (Error E = Expect(R.YH, "Y_h", StateDims))
+    return E;
+  return Expect(R.YC, "Y_c", StateDims);
+}
+
+/// Reads the ONNX attributes and checks the operand and result types of
+/// recurrent op \p O.
+static Expected<RNNOp> analyzeRNN(const Graph &G, OpId O, CellKind Kind) {
+  const Op &Node = G.getOp(O);
+  RNNOp R;
+  R.Id = O;
+  R.Kind = Kind;
+  R.Gates = Kind == CellKind::LSTM  ? "iofc"
+            : Kind == CellKind::GRU ? "zrh"
+                                    : "i";
+  if (Error E = readRNNOperands(Node, R))
     return std::move(E);
-  if (Error E = Expect(R.YC, "Y_c", StateDims))
+  if (Error E = readRNNAttributes(Node, R))
+    return std::move(E);
+  if (Error E = readRNNActivations(Node, R))
+    return std::move(E);
+  if (Error E = checkRNNTypes(G, Node, R))
     return std::move(E);
 
   // Clip bounds are Constant inputs from opset 11, but a Constant can only
   // hold a float from opset 12.
   if (R.Clip && getONNXOpsetVersion(G) == 11)
-    return Fail("clip is not supported at opset 11 (its bounds need a "
-                "Constant with value_float, from opset 12)");
+    return makeNodeError(Node.Name,
+                         "clip is not supported at opset 11 (its bounds need "
+                         "a Constant with value_float, from opset 12)");
   return std::move(R);
 }
 

@@ -153,6 +153,19 @@ private:
   };
   void push(double Time, uint64_t Payload);
   Event pop();
+  /// Clears the state of the last run and \p R, and counts each op's
+  /// inputs still to come.
+  void reset(SimResult &R);
+  /// Gives every tensor its home and counts the uses that keep each copy
+  /// alive.
+  void placeTensors();
+  /// Allocates what is there before the step, and starts the source ops.
+  void startStep(SimResult &R);
+  /// The transfer \p Key (tensor id * devices + destination) ended.
+  void finishTransfer(uint64_t Key, double Now, SimResult &R);
+  /// Op \p Op ended on \p Dev: its results are available, its inputs have
+  /// one reader fewer, and the device takes its next op.
+  void finishOp(uint32_t Op, unsigned Dev, double Now, SimResult &R);
   void startOp(uint32_t Op, unsigned Dev, double Now, SimResult &R);
   void makeAvailable(uint32_t T, unsigned Dev, double Now, SimResult &R);
   void allocate(unsigned Dev, uint64_t Bytes, uint32_t Op, SimResult &R);
