@@ -200,15 +200,8 @@ static onnx::ModelProto withoutWeightData(const onnx::ModelProto &M) {
       Inits.SwapElements(Kept++, I);
       continue;
     }
-    if (Inputs.insert(T.name()).second) {
-      onnx::ValueInfoProto *VI = G.add_input();
-      VI->set_name(T.name());
-      auto *TT = VI->mutable_type()->mutable_tensor_type();
-      TT->set_elem_type(T.data_type());
-      auto *Shape = TT->mutable_shape();
-      for (int64_t Dim : T.dims())
-        Shape->add_dim()->set_dim_value(Dim);
-    }
+    if (Inputs.insert(T.name()).second)
+      declareAsInput(G, T);
   }
   Inits.DeleteSubrange(Kept, Inits.size() - Kept);
   // A body's weights cannot be inputs: zeros of their size stand in for

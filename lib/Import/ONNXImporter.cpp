@@ -42,6 +42,7 @@
 #include <cmath>
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <map>
 #include <memory>
 #include <queue>
@@ -382,7 +383,7 @@ using NameSet = DenseSet<StringRef>;
 class ONNXImporter {
 public:
   /// The type of every named value of the main graph.
-  using ValueTypes = DenseMap<StringRef, const onnx::TypeProto *>;
+  using ValueTypes = StringMap<const onnx::TypeProto *>;
 
   ONNXImporter(MemoryBufferRef Buffer, const ImportOptions &Opts,
                TimerGroup *Timers, BranchDecisions &Decided)
@@ -606,14 +607,8 @@ Error ONNXImporter::collectWeights() {
       Inits.SwapElements(NumKept++, I);
     } else if (!InputNames.contains(Name)) {
       // Known by type only from here on: the working copy declares it as
-      // an input so that checking and inference see its type, not bytes.
-      onnx::ValueInfoProto *VI = G.add_input();
-      VI->set_name(T.name());
-      auto *TT = VI->mutable_type()->mutable_tensor_type();
-      TT->set_elem_type(T.data_type());
-      auto *Shape = TT->mutable_shape();
-      for (int64_t D : T.dims())
-        Shape->add_dim()->set_dim_value(D);
+      // an input.
+      declareAsInput(G, T);
     }
     Weights.push_back({Name, std::move(Type)});
   }
@@ -1652,19 +1647,6 @@ static std::string describeNonStatic(const onnx::TypeProto *TP) {
   return "the shape is not static";
 }
 
-/// The type of every named value of \p OG.
-static ONNXImporter::ValueTypes collectValueTypes(const onnx::GraphProto &OG) {
-  ONNXImporter::ValueTypes Types;
-  Types.reserve(OG.input_size() + OG.value_info_size() + OG.output_size());
-  for (const auto &VI : OG.input())
-    Types[VI.name()] = &VI.type();
-  for (const auto &VI : OG.value_info())
-    Types[VI.name()] = &VI.type();
-  for (const auto &VI : OG.output())
-    Types.try_emplace(VI.name(), &VI.type());
-  return Types;
-}
-
 bool ONNXImporter::getStaticType(const ValueTypes &Types, StringRef Node,
                                  StringRef Name, TensorType &Out,
                                  StringRef Hint) {
@@ -1804,7 +1786,7 @@ Expected<Graph> ONNXImporter::buildGraph() {
   for (const auto &O : Model->opset_import())
     G.setOpset(O.domain() == "ai.onnx" ? "" : O.domain(), O.version());
 
-  ValueTypes Types = collectValueTypes(OG);
+  ValueTypes Types = getInferredTypes(OG);
   G.reserve(OG.node_size(), OG.input_size() + OG.node_size() * 2);
   addInputsAndWeights(G, Types);
   if (Error E = takeErrors())
@@ -1968,97 +1950,85 @@ static Optional<std::vector<int64_t>> parseDims(StringRef Text) {
   return Dims;
 }
 
-/// Fails when \p Named already has an entry for the input \p Name.
+/// Declares import-onnx's repeatable option \p Key=NAME:X, kept in
+/// \p Named: \p Parse reads X (None: "<Key> takes <Meta> with <Takes>,
+/// not '...'"), \p Print writes it back; with \p Once, a second X for one
+/// input is an error.
 template <typename T>
-static Error checkOnce(const std::vector<std::pair<std::string, T>> &Named,
-                       StringRef Key, StringRef Name) {
-  for (const auto &Entry : Named)
-    if (Entry.first == Name)
-      return makeError(Key + "= is given twice for input '" + Name + "'");
-  return Error::success();
+static void
+addNamedOption(OptionTable &Table, StringRef Key, StringRef Meta,
+               StringRef Takes, std::vector<std::pair<std::string, T>> &Named,
+               bool Once, std::function<Optional<T>(StringRef)> Parse,
+               std::function<std::string(const T &)> Print) {
+  std::string K = Key.str(), Syntax = (Meta + " with " + Takes).str();
+  Table
+      .custom(
+          Key, Meta,
+          [=, &Named](StringRef Value) -> Error {
+            auto [Name, Text] = Value.rsplit(':');
+            Optional<T> X = Name.empty() || Text.empty() ? None : Parse(Text);
+            if (!X)
+              return makeError(K + " takes " + Syntax + ", not '" + Value +
+                               "'");
+            if (Once)
+              for (const auto &Entry : Named)
+                if (Entry.first == Name)
+                  return makeError(K + "= is given twice for input '" + Name +
+                                   "'");
+            Named.emplace_back(Name.str(), std::move(*X));
+            return Error::success();
+          },
+          [&Named, Print] {
+            std::vector<std::string> V;
+            for (const auto &[Name, X] : Named)
+              V.push_back(Name + ":" + Print(X));
+            return V;
+          })
+      .repeatable();
 }
 
 OptionTable ImportONNXPass::describeOptions(ImportOptions &O) {
   OptionTable T(name().str());
   T.custom(
-       "batch", "N",
-       [&O](StringRef Value) -> Error {
-         int64_t N;
-         if (!to_integer(Value, N, 10) || N <= 0)
-           return makeError("batch must be a positive integer, not '" + Value +
-                            "'");
-         O.Batch = N;
-         return Error::success();
-       },
-       [&O] {
-         return O.Batch ? std::vector<std::string>{std::to_string(*O.Batch)}
-                        : std::vector<std::string>{};
-       })
-      .custom(
-          "dim", "NAME:N",
-          [&O](StringRef Value) -> Error {
-            auto [Name, Size] = Value.rsplit(':');
-            int64_t N;
-            if (Name.empty() || Size.empty() || !to_integer(Size, N, 10) ||
-                N <= 0)
-              return makeError("dim takes NAME:N with N a positive integer, "
-                               "not '" +
-                               Value + "'");
-            O.Dims.emplace_back(Name.str(), N);
-            return Error::success();
-          },
-          [&O] {
-            std::vector<std::string> V;
-            for (const auto &[Name, Size] : O.Dims)
-              V.push_back(Name + ":" + std::to_string(Size));
-            return V;
-          })
-      .repeatable()
-      .custom(
-          "shape", "NAME:D0xD1x...",
-          [&O](StringRef Value) -> Error {
-            auto [Name, Text] = Value.rsplit(':');
-            Optional<std::vector<int64_t>> Dims = parseDims(Text);
-            if (Name.empty() || Text.empty() || !Dims)
-              return makeError("shape takes NAME:D0xD1x... with each D a "
-                               "positive integer, not '" +
-                               Value + "'");
-            if (Error E = checkOnce(O.Shapes, "shape", Name))
-              return E;
-            O.Shapes.emplace_back(Name.str(), std::move(*Dims));
-            return Error::success();
-          },
-          [&O] {
-            std::vector<std::string> V;
-            for (const auto &[Name, Dims] : O.Shapes) {
-              std::string S = Name + ":";
-              for (size_t I = 0; I != Dims.size(); ++I)
-                S += (I ? "x" : "") + std::to_string(Dims[I]);
-              V.push_back(std::move(S));
-            }
-            return V;
-          })
-      .repeatable()
-      .custom(
-          "value", "NAME:V",
-          [&O](StringRef Value) -> Error {
-            auto [Name, Text] = Value.rsplit(':');
-            if (Name.empty() || Text.empty() || !isValueText(Text))
-              return makeError("value takes NAME:V with V a number, true or "
-                               "false, not '" +
-                               Value + "'");
-            if (Error E = checkOnce(O.Values, "value", Name))
-              return E;
-            O.Values.emplace_back(Name.str(), Text.str());
-            return Error::success();
-          },
-          [&O] {
-            std::vector<std::string> V;
-            for (const auto &[Name, Text] : O.Values)
-              V.push_back(Name + ":" + Text);
-            return V;
-          })
-      .repeatable();
+      "batch", "N",
+      [&O](StringRef Value) -> Error {
+        int64_t N;
+        if (!to_integer(Value, N, 10) || N <= 0)
+          return makeError("batch must be a positive integer, not '" + Value +
+                           "'");
+        O.Batch = N;
+        return Error::success();
+      },
+      [&O] {
+        return O.Batch ? std::vector<std::string>{std::to_string(*O.Batch)}
+                       : std::vector<std::string>{};
+      });
+  addNamedOption<int64_t>(
+      T, "dim", "NAME:N", "N a positive integer", O.Dims, /*Once=*/false,
+      [](StringRef Text) -> Optional<int64_t> {
+        int64_t N;
+        if (!to_integer(Text, N, 10) || N <= 0)
+          return None;
+        return N;
+      },
+      [](const int64_t &N) { return std::to_string(N); });
+  addNamedOption<std::vector<int64_t>>(
+      T, "shape", "NAME:D0xD1x...", "each D a positive integer", O.Shapes,
+      /*Once=*/true, parseDims, [](const std::vector<int64_t> &Dims) {
+        std::string S;
+        for (size_t I = 0; I != Dims.size(); ++I)
+          S += (I ? "x" : "") + std::to_string(Dims[I]);
+        return S;
+      });
+  addNamedOption<std::string>(
+      T, "value", "NAME:V", "V a number, true or false", O.Values,
+      /*Once=*/true,
+      [](StringRef Text) -> Optional<std::string> {
+        if (!isValueText(Text))
+          return None;
+        return Text.str();
+      },
+      [](const std::string &Text) { return Text; });
   return T;
 }
 

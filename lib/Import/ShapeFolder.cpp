@@ -546,6 +546,89 @@ Expected<bool> Evaluator::unary() {
   return done(std::move(V));
 }
 
+/// \p Op (an elementwise op of nary()) on reals: Acc op B, or None for an
+/// op that does not fold on reals.
+static Optional<double> combineReal(StringRef Op, double Acc, double B) {
+  if (Op == "Add" || Op == "Sum")
+    return Acc + B;
+  if (Op == "Sub")
+    return Acc - B;
+  if (Op == "Mul")
+    return Acc * B;
+  if (Op == "Div")
+    return Acc / B;
+  if (Op == "Mod")
+    return std::fmod(Acc, B);
+  if (Op == "Pow")
+    return std::pow(Acc, B);
+  if (Op == "Min")
+    return std::min(Acc, B);
+  if (Op == "Max")
+    return std::max(Acc, B);
+  if (Op == "Equal")
+    return double(Acc == B);
+  if (Op == "Less")
+    return double(Acc < B);
+  if (Op == "Greater")
+    return double(Acc > B);
+  if (Op == "LessOrEqual")
+    return double(Acc <= B);
+  if (Op == "GreaterOrEqual")
+    return double(Acc >= B);
+  return None;
+}
+
+/// \p Op on 64-bit integers, wrapping like the runtimes: Acc op B (B is
+/// not 0 for Div and Mod; \p FMod is Mod's fmod attribute), or None for an
+/// op or a negative power that does not fold.
+static Optional<int64_t> combineInt(StringRef Op, int64_t Acc, int64_t B,
+                                    bool FMod) {
+  if (Op == "Add" || Op == "Sum")
+    return int64_t(uint64_t(Acc) + uint64_t(B));
+  if (Op == "Sub")
+    return int64_t(uint64_t(Acc) - uint64_t(B));
+  if (Op == "Mul")
+    return int64_t(uint64_t(Acc) * uint64_t(B));
+  if (Op == "Div")
+    return (Acc == std::numeric_limits<int64_t>::min() && B == -1) ? Acc
+                                                                   : Acc / B;
+  if (Op == "Mod") {
+    int64_t R = (B == -1) ? 0 : Acc % B;
+    if (!FMod && R != 0 && ((R < 0) != (B < 0)))
+      R += B;
+    return R;
+  }
+  if (Op == "Pow") {
+    if (B < 0)
+      return None;
+    int64_t P = 1;
+    for (int64_t J = 0; J != B && J != 64; ++J)
+      P = int64_t(uint64_t(P) * uint64_t(Acc));
+    return P;
+  }
+  if (Op == "Min")
+    return std::min(Acc, B);
+  if (Op == "Max")
+    return std::max(Acc, B);
+  if (Op == "Equal")
+    return int64_t(Acc == B);
+  if (Op == "Less")
+    return int64_t(Acc < B);
+  if (Op == "Greater")
+    return int64_t(Acc > B);
+  if (Op == "LessOrEqual")
+    return int64_t(Acc <= B);
+  if (Op == "GreaterOrEqual")
+    return int64_t(Acc >= B);
+  if (Op == "And")
+    return int64_t(Acc && B);
+  if (Op == "Or")
+    return int64_t(Acc || B);
+  if (Op == "Xor")
+    return int64_t(bool(Acc) != bool(B));
+  return None;
+}
+
 /// Elementwise ops of two or more inputs with broadcasting: arithmetic,
 /// comparisons, logic, Min/Max/Sum.
 Expected<bool> Evaluator::nary() {
@@ -583,35 +666,11 @@ Expected<bool> Evaluator::nary() {
     if (Real) {
       double Acc = A.Reals[IA];
       for (unsigned K = 1; K != Xs.size(); ++K) {
-        double B = Xs[K]->real(broadcastIndex(Index, Xs[K]->Dims));
-        if (Op == "Add" || Op == "Sum")
-          Acc += B;
-        else if (Op == "Sub")
-          Acc -= B;
-        else if (Op == "Mul")
-          Acc *= B;
-        else if (Op == "Div")
-          Acc /= B;
-        else if (Op == "Mod")
-          Acc = std::fmod(Acc, B);
-        else if (Op == "Pow")
-          Acc = std::pow(Acc, B);
-        else if (Op == "Min")
-          Acc = std::min(Acc, B);
-        else if (Op == "Max")
-          Acc = std::max(Acc, B);
-        else if (Op == "Equal")
-          Acc = Acc == B;
-        else if (Op == "Less")
-          Acc = Acc < B;
-        else if (Op == "Greater")
-          Acc = Acc > B;
-        else if (Op == "LessOrEqual")
-          Acc = Acc <= B;
-        else if (Op == "GreaterOrEqual")
-          Acc = Acc >= B;
-        else
+        Optional<double> R = combineReal(
+            Op, Acc, Xs[K]->real(broadcastIndex(Index, Xs[K]->Dims)));
+        if (!R)
           return false;
+        Acc = *R;
       }
       store(*V, I, Acc);
       continue;
@@ -624,50 +683,10 @@ Expected<bool> Evaluator::nary() {
       int64_t B = BV.Ints[broadcastIndex(Index, BV.Dims)];
       if ((Op == "Div" || Op == "Mod") && B == 0)
         return foldError(Op + ": division by zero");
-      if (Op == "Add" || Op == "Sum")
-        Acc = int64_t(uint64_t(Acc) + uint64_t(B));
-      else if (Op == "Sub")
-        Acc = int64_t(uint64_t(Acc) - uint64_t(B));
-      else if (Op == "Mul")
-        Acc = int64_t(uint64_t(Acc) * uint64_t(B));
-      else if (Op == "Div")
-        Acc = (Acc == std::numeric_limits<int64_t>::min() && B == -1)
-                  ? Acc
-                  : Acc / B;
-      else if (Op == "Mod") {
-        int64_t R = (B == -1) ? 0 : Acc % B;
-        if (!FMod && R != 0 && ((R < 0) != (B < 0)))
-          R += B;
-        Acc = R;
-      } else if (Op == "Pow") {
-        if (B < 0)
-          return false;
-        int64_t P = 1;
-        for (int64_t J = 0; J != B && J != 64; ++J)
-          P = int64_t(uint64_t(P) * uint64_t(Acc));
-        Acc = P;
-      } else if (Op == "Min")
-        Acc = std::min(Acc, B);
-      else if (Op == "Max")
-        Acc = std::max(Acc, B);
-      else if (Op == "Equal")
-        Acc = Acc == B;
-      else if (Op == "Less")
-        Acc = Acc < B;
-      else if (Op == "Greater")
-        Acc = Acc > B;
-      else if (Op == "LessOrEqual")
-        Acc = Acc <= B;
-      else if (Op == "GreaterOrEqual")
-        Acc = Acc >= B;
-      else if (Op == "And")
-        Acc = Acc && B;
-      else if (Op == "Or")
-        Acc = Acc || B;
-      else if (Op == "Xor")
-        Acc = bool(Acc) != bool(B);
-      else
+      Optional<int64_t> R = combineInt(Op, Acc, B, FMod);
+      if (!R)
         return false;
+      Acc = *R;
     }
     storeInt(*V, I, Acc);
   }
@@ -1363,12 +1382,7 @@ public:
   const onnx::TypeProto *lookup(StringRef Name) {
     if (!HaveTypes) {
       HaveTypes = true;
-      for (const auto &VI : G.input())
-        Types[VI.name()] = &VI.type();
-      for (const auto &VI : G.value_info())
-        Types[VI.name()] = &VI.type();
-      for (const auto &VI : G.output())
-        Types.try_emplace(VI.name(), &VI.type());
+      Types = getInferredTypes(G);
     }
     return Types.lookup(Name);
   }

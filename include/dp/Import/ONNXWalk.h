@@ -110,6 +110,33 @@ getDeclaredTypes(const onnx::GraphProto &G) {
   return Types;
 }
 
+/// Declares the initializer \p T as an input of \p G, of its element type
+/// and shape (so that checking and inference see its type, not bytes).
+inline void declareAsInput(onnx::GraphProto &G, const onnx::TensorProto &T) {
+  onnx::ValueInfoProto *VI = G.add_input();
+  VI->set_name(T.name());
+  auto *TT = VI->mutable_type()->mutable_tensor_type();
+  TT->set_elem_type(T.data_type());
+  auto *Shape = TT->mutable_shape();
+  for (int64_t D : T.dims())
+    Shape->add_dim()->set_dim_value(D);
+}
+
+/// The types of \p G's values as inference left them, by tensor name:
+/// value_info over graph inputs (inference may have made an input's shape
+/// more static), then outputs not named before.
+inline llvm::StringMap<const onnx::TypeProto *>
+getInferredTypes(const onnx::GraphProto &G) {
+  llvm::StringMap<const onnx::TypeProto *> Types(
+      G.input_size() + G.value_info_size() + G.output_size());
+  for (const auto *VIs : {&G.input(), &G.value_info()})
+    for (const onnx::ValueInfoProto &VI : *VIs)
+      Types[VI.name()] = &VI.type();
+  for (const onnx::ValueInfoProto &VI : G.output())
+    Types.try_emplace(VI.name(), &VI.type());
+  return Types;
+}
+
 } // namespace dp
 
 #endif // DP_IMPORT_ONNXWALK_H
