@@ -95,21 +95,21 @@ static constexpr uint64_t DefaultSamples = 1000;
 Expected<SearchResult> searchColocRL(const LearnTask &T, const SearchOptions &S,
                                      LearnOptions Opts) {
   const char *Name = "colocrl";
-  Expected<uint64_t> Hidden = getPositiveOption(Opts, Name, "hidden", 256);
-  if (!Hidden)
-    return Hidden.takeError();
-  Expected<double> LearningRate = getRealOption(Opts, Name, "lr", 0.1, 1);
-  if (!LearningRate)
-    return LearningRate.takeError();
+  uint64_t Hidden = 256;
+  double LearningRate = 0.1;
+  OptionTable Table = makePlacerOptions(Name);
+  addLearningRate(Table.integer("hidden", Hidden), LearningRate);
+  if (Error E = parsePlacerOptions(Table, Opts))
+    return std::move(E);
 
   setUpTorch(S.Threads, S.Seed);
   std::mt19937_64 Rng(S.Seed);
   ReinforceConfig Config;
-  ColocRLPolicy Policy(T, *Hidden);
+  ColocRLPolicy Policy(T, Hidden);
   Policy->Placer->setLogitSquash(Config.Temperature, Config.TanhConstant);
   const std::vector<int64_t> Meta = {T.NumFeatures, int64_t(T.NumDevices),
                                      int64_t(T.OpTypeNames.size()),
-                                     int64_t(T.NumUnits), int64_t(*Hidden)};
+                                     int64_t(T.NumUnits), int64_t(Hidden)};
   const std::vector<const char *> MetaNames = {"features per unit", "devices",
                                                "op types", "units", "hidden"};
   bool Loaded = !S.LoadFile.empty();
@@ -145,7 +145,7 @@ Expected<SearchResult> searchColocRL(const LearnTask &T, const SearchOptions &S,
     });
   } else {
     std::vector<torch::Tensor> Params = Policy->parameters();
-    torch::optim::Adam Opt(Params, torch::optim::AdamOptions(*LearningRate));
+    torch::optim::Adam Opt(Params, torch::optim::AdamOptions(LearningRate));
     while (!Search.done()) {
       int64_t Batch =
           std::min<uint64_t>(Config.SamplesPerUpdate, Search.samplesLeft());

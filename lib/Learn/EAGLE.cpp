@@ -57,25 +57,34 @@ private:
 };
 } // namespace
 
+namespace {
+/// train=ppo|ppo-ce.
+enum class TrainKind : uint8_t { PPO, PPOCE };
+} // namespace
+
+static constexpr EnumEntry<TrainKind> TrainNames[] = {
+    {"ppo", TrainKind::PPO},
+    {"ppo-ce", TrainKind::PPOCE},
+};
+
 Expected<SearchResult> searchEAGLE(const LearnTask &T, const SearchOptions &S,
                                    LearnOptions Opts) {
   const char *Name = "eagle";
-  GroupPlacerOptions Defaults;
-  Defaults.Groups = 256;
-  Defaults.LearningRate = 0.01;
-  Expected<GroupPlacerOptions> O = getGroupPlacerOptions(Opts, Name, Defaults);
-  if (!O)
-    return O.takeError();
-  Expected<std::string> Train =
-      getChoiceOption(Opts, Name, "train", "ppo", {"ppo", "ppo-ce"});
-  if (!Train)
-    return Train.takeError();
+  GroupPlacerOptions Group;
+  Group.Groups = 256;
+  Group.LearningRate = 0.01;
+  TrainKind Train = TrainKind::PPO;
+  OptionTable Table = makePlacerOptions(Name);
+  addGroupPlacerOptions(Table, Group)
+      .choice<TrainKind>("train", Train, TrainNames);
+  if (Error E = parsePlacerOptions(Table, Opts))
+    return std::move(E);
 
   setUpTorch(S.Threads, S.Seed);
   std::mt19937_64 Rng(S.Seed);
   // The extra RNN is as wide as the grouper's hidden layer.
-  GroupPlacer Policy(T, O->Groups, O->GrouperHidden, O->Hidden,
-                     /*LinkHidden=*/O->GrouperHidden);
+  GroupPlacer Policy(T, Group.Groups, Group.GrouperHidden, Group.Hidden,
+                     /*LinkHidden=*/Group.GrouperHidden);
   const std::vector<int64_t> Meta = Policy->getMeta(T);
   if (!S.LoadFile.empty())
     if (Error E = loadPolicy(*Policy, Meta, GroupPlacerImpl::MetaNames,
@@ -93,7 +102,8 @@ Expected<SearchResult> searchEAGLE(const LearnTask &T, const SearchOptions &S,
     // An action is a group per unit followed by a device per group.
     int64_t U = T.NumUnits;
     std::vector<torch::Tensor> Params = Policy->parameters();
-    torch::optim::Adam Opt(Params, torch::optim::AdamOptions(O->LearningRate));
+    torch::optim::Adam Opt(Params,
+                           torch::optim::AdamOptions(Group.LearningRate));
     PPOConfig Config;
     Config.Clip = 0.3;
     Config.EntropyCoef = 0.01;
@@ -110,7 +120,7 @@ Expected<SearchResult> searchEAGLE(const LearnTask &T, const SearchOptions &S,
       return std::make_pair(torch::cat({GroupLogp, DeviceLogp}, 1),
                             torch::cat({GroupEntropy, DeviceEntropy}, 1));
     };
-    bool CrossEntropy = *Train == "ppo-ce";
+    bool CrossEntropy = Train == TrainKind::PPOCE;
     EliteSet Elite;
     std::vector<PolicySample> Buffer;
     while (!Search.done()) {

@@ -84,35 +84,18 @@ torch::Tensor GroupEmbedder::embed(const torch::Tensor &UnitGroup) const {
   return torch::from_blob(E.data(), {Groups, Width}, torch::kFloat).clone();
 }
 
-Expected<GroupPlacerOptions>
-getGroupPlacerOptions(LearnOptionList Opts, StringRef Placer,
-                      const GroupPlacerOptions &Defaults) {
-  GroupPlacerOptions O;
-  Expected<uint64_t> Groups =
-      getPositiveOption(Opts, Placer, "groups", Defaults.Groups);
-  if (!Groups)
-    return Groups.takeError();
-  if (*Groups > MaxGroups)
-    return makeError("place{algo=" + Placer + "}: groups must be at most " +
-                     std::to_string(MaxGroups) + ", not " +
-                     std::to_string(*Groups));
-  O.Groups = int64_t(*Groups);
-  Expected<uint64_t> GrouperHidden =
-      getPositiveOption(Opts, Placer, "grouper-hidden", Defaults.GrouperHidden);
-  if (!GrouperHidden)
-    return GrouperHidden.takeError();
-  O.GrouperHidden = int64_t(*GrouperHidden);
-  Expected<uint64_t> Hidden =
-      getPositiveOption(Opts, Placer, "hidden", Defaults.Hidden);
-  if (!Hidden)
-    return Hidden.takeError();
-  O.Hidden = int64_t(*Hidden);
-  Expected<double> LearningRate =
-      getRealOption(Opts, Placer, "lr", Defaults.LearningRate, 1);
-  if (!LearningRate)
-    return LearningRate.takeError();
-  O.LearningRate = *LearningRate;
-  return O;
+OptionTable &addGroupPlacerOptions(OptionTable &T, GroupPlacerOptions &O) {
+  T.integer<int64_t>("groups", O.Groups)
+      .integer<int64_t>("grouper-hidden", O.GrouperHidden)
+      .integer<int64_t>("hidden", O.Hidden)
+      .check([&O](const OptionTable &T) -> Error {
+        if (O.Groups <= int64_t(MaxGroups))
+          return Error::success();
+        return T.makeError("groups must be at most " +
+                           std::to_string(MaxGroups) + ", not " +
+                           std::to_string(O.Groups));
+      });
+  return addLearningRate(T, O.LearningRate);
 }
 
 GroupPlacerImpl::GroupPlacerImpl(const LearnTask &T, int64_t Groups,

@@ -91,10 +91,8 @@ struct GroupPlacerOptions {
   int64_t Groups = 0, GrouperHidden = 64, Hidden = 512;
   double LearningRate = 0;
 };
-/// Reads them from \p Opts, with \p Defaults where absent.
-llvm::Expected<GroupPlacerOptions>
-getGroupPlacerOptions(LearnOptionList Opts, llvm::StringRef Placer,
-                      const GroupPlacerOptions &Defaults);
+/// Declares them, bound to \p O (which holds the placer's defaults).
+OptionTable &addGroupPlacerOptions(OptionTable &T, GroupPlacerOptions &O);
 
 /// Groupings of the units (one, or one per placement) and placements of
 /// their groups: placement b places grouping b, or the only one.

@@ -30,18 +30,19 @@ Expected<SearchResult> searchHierarchical(const LearnTask &T,
                                           const SearchOptions &S,
                                           LearnOptions Opts) {
   const char *Name = "hierarchical";
-  GroupPlacerOptions Defaults;
+  GroupPlacerOptions Group;
   // The authors' code: min(256, 20 groups per device).
-  Defaults.Groups = std::min(256u, 20 * T.NumDevices);
-  Defaults.LearningRate = 0.1;
-  Expected<GroupPlacerOptions> O = getGroupPlacerOptions(Opts, Name, Defaults);
-  if (!O)
-    return O.takeError();
+  Group.Groups = std::min(256u, 20 * T.NumDevices);
+  Group.LearningRate = 0.1;
+  OptionTable Table = makePlacerOptions(Name);
+  addGroupPlacerOptions(Table, Group);
+  if (Error E = parsePlacerOptions(Table, Opts))
+    return std::move(E);
 
   setUpTorch(S.Threads, S.Seed);
   std::mt19937_64 Rng(S.Seed);
   ReinforceConfig Config;
-  GroupPlacer Policy(T, O->Groups, O->GrouperHidden, O->Hidden,
+  GroupPlacer Policy(T, Group.Groups, Group.GrouperHidden, Group.Hidden,
                      /*LinkHidden=*/0);
   Policy->Placer->setLogitSquash(Config.Temperature, Config.TanhConstant);
   const std::vector<int64_t> Meta = Policy->getMeta(T);
@@ -61,7 +62,8 @@ Expected<SearchResult> searchHierarchical(const LearnTask &T,
     // Each step: one grouping (the paper's m = 1) and k placements of its
     // groups; the grouping's log-probability joins each placement's.
     std::vector<torch::Tensor> Params = Policy->parameters();
-    torch::optim::Adam Opt(Params, torch::optim::AdamOptions(O->LearningRate));
+    torch::optim::Adam Opt(Params,
+                           torch::optim::AdamOptions(Group.LearningRate));
     while (!Search.done()) {
       int64_t Batch =
           std::min<uint64_t>(Config.SamplesPerUpdate, Search.samplesLeft());

@@ -47,26 +47,19 @@ static constexpr uint64_t DefaultSamples = 1000;
 Expected<SearchResult> searchMars(const LearnTask &T, const SearchOptions &S,
                                   LearnOptions Opts) {
   const char *Name = "mars";
-  Expected<uint64_t> Pretrain =
-      getPositiveOption(Opts, Name, "pretrain", 1000, /*AllowZero=*/true);
-  if (!Pretrain)
-    return Pretrain.takeError();
-  Expected<uint64_t> Segment = getPositiveOption(Opts, Name, "segment", 128);
-  if (!Segment)
-    return Segment.takeError();
-  Expected<uint64_t> Hidden = getPositiveOption(Opts, Name, "hidden", 512);
-  if (!Hidden)
-    return Hidden.takeError();
-  Expected<uint64_t> GCNHidden =
-      getPositiveOption(Opts, Name, "gcn-hidden", 256);
-  if (!GCNHidden)
-    return GCNHidden.takeError();
-
-  Expected<double> LearningRate =
-      getRealOption(Opts, Name, "lr", 3e-4, 1.0);
-  if (!LearningRate)
-    return LearningRate.takeError();
-  Expected<torch::Device> Device = getTorchDevice(Opts, Name);
+  uint64_t Pretrain = 1000, Segment = 128, Hidden = 512, GCNHidden = 256;
+  double LearningRate = 3e-4;
+  DeviceChoice Choice = DeviceChoice::Auto;
+  OptionTable Table = makePlacerOptions(Name);
+  Table.integer("pretrain", Pretrain, uint64_t(0))
+      .integer("segment", Segment)
+      .integer("hidden", Hidden)
+      .integer("gcn-hidden", GCNHidden);
+  addLearningRate(Table, LearningRate);
+  addDeviceOption(Table, Choice);
+  if (Error E = parsePlacerOptions(Table, Opts))
+    return std::move(E);
+  Expected<torch::Device> Device = getTorchDevice(Choice, Name);
   if (!Device)
     return Device.takeError();
 
@@ -79,11 +72,10 @@ Expected<SearchResult> searchMars(const LearnTask &T, const SearchOptions &S,
                     torch::kLong)
           .to(*Device);
 
-  MarsPolicy Policy(T.NumFeatures, *GCNHidden, *Hidden, T.NumDevices,
-                    *Segment);
+  MarsPolicy Policy(T.NumFeatures, GCNHidden, Hidden, T.NumDevices, Segment);
   const std::vector<int64_t> Meta = {T.NumFeatures, int64_t(T.NumDevices),
-                                     int64_t(*GCNHidden), int64_t(*Hidden),
-                                     int64_t(*Segment)};
+                                     int64_t(GCNHidden), int64_t(Hidden),
+                                     int64_t(Segment)};
   const std::vector<const char *> MetaNames = {
       "features per unit", "devices", "gcn-hidden", "hidden", "segment"};
   bool Loaded = !S.LoadFile.empty();
@@ -92,9 +84,8 @@ Expected<SearchResult> searchMars(const LearnTask &T, const SearchOptions &S,
       return std::move(E);
   }
   Policy->to(*Device);
-  if (!Loaded && *Pretrain) {
-    pretrainDGI(Policy->Encoder, X, Adj, *Pretrain, /*LearningRate=*/1e-3,
-                Rng);
+  if (!Loaded && Pretrain) {
+    pretrainDGI(Policy->Encoder, X, Adj, Pretrain, /*LearningRate=*/1e-3, Rng);
   }
 
   SearchOptions Budget = S;
@@ -126,7 +117,7 @@ Expected<SearchResult> searchMars(const LearnTask &T, const SearchOptions &S,
     }
   } else {
     std::vector<torch::Tensor> Params = Policy->parameters();
-    torch::optim::Adam Opt(Params, torch::optim::AdamOptions(*LearningRate));
+    torch::optim::Adam Opt(Params, torch::optim::AdamOptions(LearningRate));
     PPOConfig Config; // clip 0.2, entropy 0.001, grad-norm 1.0, 4 x 3
     LogpFn Logp = [&](const torch::Tensor &Actions) {
       return Policy->Placer->evaluate(Encode(), Actions);

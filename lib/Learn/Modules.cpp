@@ -47,14 +47,20 @@ void setUpTorch(unsigned Threads, uint64_t Seed) {
   torch::manual_seed(Seed);
 }
 
-Expected<torch::Device> getTorchDevice(LearnOptionList Opts,
-                                       StringRef Placer) {
-  Expected<std::string> Choice = getChoiceOption(
-      Opts, Placer, "device", "auto", {"auto", "cpu", "cuda"});
-  if (!Choice)
-    return Choice.takeError();
+static constexpr EnumEntry<DeviceChoice> DeviceChoiceNames[] = {
+    {"auto", DeviceChoice::Auto},
+    {"cpu", DeviceChoice::CPU},
+    {"cuda", DeviceChoice::CUDA},
+};
+
+OptionTable &addDeviceOption(OptionTable &T, DeviceChoice &Device) {
+  return T.choice<DeviceChoice>("device", Device, DeviceChoiceNames);
+}
+
+Expected<torch::Device> getTorchDevice(DeviceChoice Choice, StringRef Placer) {
   bool HaveCUDA = torch::cuda::is_available();
-  if (*Choice == "cpu" || (*Choice == "auto" && !HaveCUDA))
+  if (Choice == DeviceChoice::CPU ||
+      (Choice == DeviceChoice::Auto && !HaveCUDA))
     return torch::Device(torch::kCPU);
   if (!HaveCUDA)
     return makeError("place{algo=" + Placer + "}: device=cuda, but " +

@@ -38,10 +38,14 @@ namespace learn {
 /// generator (parameter initialization) with \p Seed.
 void setUpTorch(unsigned Threads, uint64_t Seed);
 
-/// The device of option device=auto|cpu|cuda (auto, the default: CUDA
-/// when libtorch sees a CUDA device, else the host); an error naming
-/// \p Placer when device=cuda and there is none.
-llvm::Expected<torch::Device> getTorchDevice(LearnOptionList Opts,
+/// Option device=auto|cpu|cuda.
+enum class DeviceChoice : uint8_t { Auto, CPU, CUDA };
+/// Declares device=auto|cpu|cuda.
+OptionTable &addDeviceOption(OptionTable &T, DeviceChoice &Device);
+/// The device \p Choice names (auto, the default: CUDA when libtorch sees
+/// a CUDA device, else the host); an error naming \p Placer when
+/// device=cuda and there is none.
+llvm::Expected<torch::Device> getTorchDevice(DeviceChoice Choice,
                                              llvm::StringRef Placer);
 
 /// The task's features as a [NumUnits, NumFeatures] tensor.

@@ -479,38 +479,34 @@ static double getProgress(const PolicySearch &Search,
 Expected<SearchResult> searchPlaceto(const LearnTask &T, const SearchOptions &S,
                                      LearnOptions Opts) {
   const char *Name = "placeto";
-  Expected<uint64_t> Episodes =
-      getPositiveOption(Opts, Name, "episodes", DefaultEpisodes);
-  if (!Episodes)
-    return Episodes.takeError();
-  if (*Episodes < 2)
-    return makeError("place{algo=placeto}: episodes must be at least 2 (the "
-                     "baseline of a step is its mean return over an "
-                     "update's episodes), not '" +
-                     std::to_string(*Episodes) + "'");
   int64_t In = T.NumFeatures + T.NumDevices + 2;
-  Expected<uint64_t> Hidden = getPositiveOption(Opts, Name, "hidden", In);
-  if (!Hidden)
-    return Hidden.takeError();
-  Expected<uint64_t> Hops = getPositiveOption(Opts, Name, "hops", DefaultHops);
-  if (!Hops)
-    return Hops.takeError();
-  Expected<double> LearningRate =
-      getRealOption(Opts, Name, "lr", DefaultLearningRate, 1.0);
-  if (!LearningRate)
-    return LearningRate.takeError();
-  Expected<std::string> Intermediate =
-      getChoiceOption(Opts, Name, "intermediate", "true", {"true", "false"});
-  if (!Intermediate)
-    return Intermediate.takeError();
+  uint64_t Episodes = DefaultEpisodes, Hidden = In, Hops = DefaultHops;
+  double LearningRate = DefaultLearningRate;
+  bool Intermediate = true;
+  OptionTable Table = makePlacerOptions(Name);
+  Table.integer("episodes", Episodes)
+      .integer("hidden", Hidden)
+      .integer("hops", Hops)
+      .flag("intermediate", Intermediate)
+      .check([&](const OptionTable &T) -> Error {
+        if (Episodes >= 2)
+          return Error::success();
+        return T.makeError("episodes must be at least 2 (the baseline of a "
+                           "step is its mean return over an update's "
+                           "episodes), not '" +
+                           std::to_string(Episodes) + "'");
+      });
+  addLearningRate(Table, LearningRate);
+  if (Error E = parsePlacerOptions(Table, Opts))
+    return std::move(E);
 
   // One thread unless told otherwise: the tensors are a few thousand
   // numbers, and more threads cost more than they share.
   setUpTorch(S.Threads ? S.Threads : 1, S.Seed);
   std::mt19937_64 Rng(S.Seed);
-  PlacetoPolicy Policy(In, *Hidden, T.NumDevices, *Hops);
+  PlacetoPolicy Policy(In, Hidden, T.NumDevices, Hops);
   const std::vector<int64_t> Meta = {T.NumFeatures, int64_t(T.NumDevices),
-                                     int64_t(*Hidden), int64_t(*Hops)};
+                                     int64_t(Hidden), int64_t(Hops)};
   const std::vector<const char *> MetaNames = {"features per unit", "devices",
                                                "hidden", "hops"};
   bool Loaded = !S.LoadFile.empty();
@@ -519,21 +515,21 @@ Expected<SearchResult> searchPlaceto(const LearnTask &T, const SearchOptions &S,
       return std::move(E);
   SearchOptions Budget = getSearchBudget(S);
   PolicySearch Search(T, Budget, Name, DefaultSamples);
-  bool ScoreMoves = *Intermediate == "true";
-  PlacetoSearch Placeto(T, Policy, *Hidden, Search, ScoreMoves);
+  bool ScoreMoves = Intermediate;
+  PlacetoSearch Placeto(T, Policy, Hidden, Search, ScoreMoves);
 
   if (Loaded && !S.FinetuneSamples) {
     // Zero-shot: no rewards to learn from, so only the episodes' final
     // placements are scored.
-    placeZeroShot(Search, *Episodes, [&](int64_t Batch, bool Greedy) {
+    placeZeroShot(Search, Episodes, [&](int64_t Batch, bool Greedy) {
       Placeto.runEpisodes(Batch, Rng, Greedy, /*ScoreMoves=*/false);
     });
   } else {
     Placeto.start();
     torch::optim::Adam Opt(Policy->parameters(),
-                           torch::optim::AdamOptions(*LearningRate));
+                           torch::optim::AdamOptions(LearningRate));
     while (!Search.done()) {
-      int64_t Batch = int64_t(*Episodes);
+      int64_t Batch = int64_t(Episodes);
       if (!ScoreMoves)
         Batch = std::max<int64_t>(
             1, std::min<uint64_t>(Batch, Search.samplesLeft()));
@@ -544,7 +540,7 @@ Expected<SearchResult> searchPlaceto(const LearnTask &T, const SearchOptions &S,
       // linearly over the budget (appendix A.7).
       double Progress = getProgress(Search, Budget);
       static_cast<torch::optim::AdamOptions &>(Opt.param_groups()[0].options())
-          .lr(*LearningRate * (1 - 0.9 * Progress));
+          .lr(LearningRate * (1 - 0.9 * Progress));
       Placeto.update(Opt, InitialEntropyCoef * (1 - Progress));
     }
   }

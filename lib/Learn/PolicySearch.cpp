@@ -19,55 +19,19 @@ using namespace llvm;
 
 namespace dp {
 
-static const std::string *findOption(LearnOptionList Opts, StringRef Key) {
-  const std::string *Found = nullptr;
-  for (const auto &[K, V] : Opts)
-    if (K == Key)
-      Found = &V;
-  return Found;
+OptionTable makePlacerOptions(StringRef Placer) {
+  return OptionTable(("place{algo=" + Placer + "}").str());
 }
 
-Expected<uint64_t> getPositiveOption(LearnOptionList Opts, StringRef Placer,
-                                     StringRef Key, uint64_t Default,
-                                     bool AllowZero) {
-  const std::string *V = findOption(Opts, Key);
-  if (!V)
-    return Default;
-  uint64_t N;
-  if (!to_integer(StringRef(*V), N, 10) || (N == 0 && !AllowZero))
-    return makeError("place{algo=" + Placer + "}: " + Key + " must be a " +
-                     (AllowZero ? "non-negative" : "positive") +
-                     " integer, not '" + *V + "'");
-  return N;
+static bool isLearningRate(double X) { return X > 0 && X <= 1; }
+
+OptionTable &addLearningRate(OptionTable &T, double &LearningRate) {
+  return T.number("lr", LearningRate, "X", "a number in (0, 1.0]",
+                  isLearningRate);
 }
 
-Expected<double> getRealOption(LearnOptionList Opts, StringRef Placer,
-                               StringRef Key, double Default, double Max) {
-  const std::string *V = findOption(Opts, Key);
-  if (!V)
-    return Default;
-  double X;
-  if (!to_float(*V, X) || !(X > 0) || X > Max) {
-    std::string Bound;
-    raw_string_ostream OS(Bound);
-    writeDouble(OS, Max);
-    return makeError("place{algo=" + Placer + "}: " + Key +
-                     " must be a number in (0, " + OS.str() + "], not '" +
-                     *V + "'");
-  }
-  return X;
-}
-
-Expected<std::string> getChoiceOption(LearnOptionList Opts, StringRef Placer,
-                                      StringRef Key, StringRef Default,
-                                      ArrayRef<StringRef> Choices) {
-  const std::string *V = findOption(Opts, Key);
-  if (!V)
-    return Default.str();
-  if (is_contained(Choices, StringRef(*V)))
-    return *V;
-  return makeError("place{algo=" + Placer + "}: " + Key + " must be " +
-                   join(Choices, " or ") + ", not '" + *V + "'");
+Error parsePlacerOptions(OptionTable &T, LearnOptionList Opts) {
+  return OptionError::toLocated(T.parse(Opts));
 }
 
 PolicySearch::PolicySearch(const LearnTask &Task, const SearchOptions &Opts,

@@ -17,6 +17,7 @@
 #define DP_LIB_LEARN_POLICYSEARCH_H
 
 #include "dp/Learn/Search.h"
+#include "dp/Support/Options.h"
 
 #include "llvm/ADT/StringRef.h"
 
@@ -30,25 +31,13 @@ namespace dp {
 /// The placer-specific options of place{...}, in the order given.
 using LearnOptionList = llvm::ArrayRef<std::pair<std::string, std::string>>;
 
-/// The value of option \p Key as a positive integer (or \p Default when
-/// absent); errors name the placer and the option.
-llvm::Expected<uint64_t> getPositiveOption(LearnOptionList Opts,
-                                           llvm::StringRef Placer,
-                                           llvm::StringRef Key,
-                                           uint64_t Default,
-                                           bool AllowZero = false);
-/// The value of option \p Key as a number in (0, Max] (or \p Default).
-llvm::Expected<double> getRealOption(LearnOptionList Opts,
-                                     llvm::StringRef Placer,
-                                     llvm::StringRef Key, double Default,
-                                     double Max);
-/// The value of option \p Key as one of \p Choices (or \p Default).
-llvm::Expected<std::string> getChoiceOption(LearnOptionList Opts,
-                                            llvm::StringRef Placer,
-                                            llvm::StringRef Key,
-                                            llvm::StringRef Default,
-                                            llvm::ArrayRef<llvm::StringRef>
-                                                Choices);
+/// An option table for the learned placer \p Placer: its errors start
+/// "place{algo=<Placer>}: ".
+OptionTable makePlacerOptions(llvm::StringRef Placer);
+/// Declares lr=X, a learning rate in (0, 1].
+OptionTable &addLearningRate(OptionTable &T, double &LearningRate);
+/// Parses the placer's own options \p Opts with \p T.
+llvm::Error parsePlacerOptions(OptionTable &T, LearnOptionList Opts);
 
 class PolicySearch {
 public:

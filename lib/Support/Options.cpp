@@ -40,8 +40,8 @@ bool OptionTable::parseInteger(StringRef S, int64_t Min, uint64_t Max,
 }
 
 std::string OptionTable::describeRange(int64_t Min, uint64_t Max) {
-  if (Min == 1 && Max >= uint64_t(std::numeric_limits<int32_t>::max()))
-    return "a positive integer";
+  if (Max >= uint64_t(std::numeric_limits<int32_t>::max()) && Min <= 1)
+    return Min ? "a positive integer" : "a non-negative integer";
   return ("an integer from " + Twine(Min) + " to " + Twine(Max)).str();
 }
 

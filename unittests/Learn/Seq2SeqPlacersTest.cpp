@@ -120,7 +120,13 @@ const Placer EAGLE = {"eagle",
                        {"groups", "4"},
                        {"lr", "0.03"}}};
 
+/// \p Opts with \p Key set to \p Value (an option is given once).
 OptionList with(OptionList Opts, std::string Key, std::string Value) {
+  for (auto &[K, V] : Opts)
+    if (K == Key) {
+      V = std::move(Value);
+      return Opts;
+    }
   Opts.emplace_back(std::move(Key), std::move(Value));
   return Opts;
 }

@@ -77,9 +77,9 @@ public:
   /// key=META: any text (a file, a directory, a name).
   OptionTable &text(llvm::StringRef Key, std::string &Value,
                     llvm::StringRef Meta);
-  /// key=N with Min <= N <= Max. The error says "a positive integer" when
-  /// Min is 1 and Max is at least 2^31 - 1, else "an integer from Min to
-  /// Max".
+  /// key=N with Min <= N <= Max. The error says "a positive integer" (or
+  /// "a non-negative integer") when Min is 1 (0) and Max at least 2^31 - 1,
+  /// else "an integer from Min to Max".
   template <typename IntT>
   OptionTable &integer(llvm::StringRef Key, IntT &Value, IntT Min = 1,
                        IntT Max = std::numeric_limits<IntT>::max(),
