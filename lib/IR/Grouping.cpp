@@ -77,6 +77,32 @@ std::vector<GroupEdge> getGroupEdges(const Graph &G,
   return Edges;
 }
 
+GroupAdjacency
+GroupAdjacency::build(unsigned NumGroups, ArrayRef<GroupEdge> Edges, bool Out,
+                      bool In, function_ref<bool(const GroupEdge &)> Keep) {
+  GroupAdjacency A;
+  A.Begin.assign(NumGroups + 1, 0);
+  for (const GroupEdge &E : Edges) {
+    if (Keep && !Keep(E))
+      continue;
+    A.Begin[E.From + 1] += Out;
+    A.Begin[E.To + 1] += In;
+  }
+  for (unsigned G = 0; G != NumGroups; ++G)
+    A.Begin[G + 1] += A.Begin[G];
+  A.Groups.resize(A.Begin[NumGroups]);
+  std::vector<uint32_t> Fill(A.Begin.begin(), A.Begin.end() - 1);
+  for (const GroupEdge &E : Edges) {
+    if (Keep && !Keep(E))
+      continue;
+    if (Out)
+      A.Groups[Fill[E.From]++] = E.To;
+    if (In)
+      A.Groups[Fill[E.To]++] = E.From;
+  }
+  return A;
+}
+
 void forEachCrossGroupUse(const Graph &G, ArrayRef<uint32_t> GroupOf,
                           function_ref<void(uint32_t, OpId)> Fn) {
   for (const Tensor &Tn : G.tensors()) {

@@ -158,36 +158,6 @@ static std::vector<uint32_t> spreadByMemory(const PlacementProblem &P) {
 }
 
 namespace {
-/// Undirected unit neighbours, for moves toward a neighbour's device.
-class UnitNeighbours {
-public:
-  explicit UnitNeighbours(const PlacementProblem &P) {
-    unsigned N = P.getNumUnits();
-    Begin.assign(N + 1, 0);
-    for (const UnitEdge &E : P.getEdges()) {
-      ++Begin[E.From + 1];
-      ++Begin[E.To + 1];
-    }
-    for (unsigned U = 0; U != N; ++U)
-      Begin[U + 1] += Begin[U];
-    Nbr.resize(Begin[N]);
-    std::vector<uint32_t> Fill(Begin.begin(), Begin.end() - 1);
-    for (const UnitEdge &E : P.getEdges()) {
-      Nbr[Fill[E.From]++] = E.To;
-      Nbr[Fill[E.To]++] = E.From;
-    }
-  }
-
-  unsigned getDegree(uint32_t U) const { return Begin[U + 1] - Begin[U]; }
-  /// The neighbours of \p U.
-  ArrayRef<uint32_t> get(uint32_t U) const {
-    return makeArrayRef(Nbr).slice(Begin[U], getDegree(U));
-  }
-
-private:
-  std::vector<uint32_t> Begin, Nbr;
-};
-
 /// The search from a seed placement: the clock and the evaluation budget,
 /// the random source, the critical units, and the best placement seen.
 class AnnealSearch {
@@ -195,8 +165,9 @@ public:
   AnnealSearch(const PlacementProblem &P, const PlaceOptions &Opts,
                std::vector<uint32_t> Seed, double SeedCost, bool Fits)
       : P(P), N(P.getNumUnits()), D(P.getNumDevices()), Edges(P.getEdges()),
-        Order(P.getTopologicalOrder()), Nbrs(P), Pos(N),
-        MaxRun(std::max(2u, N / (2 * D))), Start(Clock::now()),
+        Order(P.getTopologicalOrder()),
+        Nbrs(GroupAdjacency::build(N, Edges, /*Out=*/true, /*In=*/true)),
+        Pos(N), MaxRun(std::max(2u, N / (2 * D))), Start(Clock::now()),
         Seconds(Opts.Seconds > 0 ? Opts.Seconds : 10),
         MaxEvals(Opts.Evaluations), S(P, Seed), Cost(SeedCost), Rng(Opts.Seed),
         CriticalStamp(N, 0), Best(std::move(Seed)), BestCost(SeedCost),
@@ -231,7 +202,7 @@ private:
   unsigned N, D;
   ArrayRef<UnitEdge> Edges;
   ArrayRef<uint32_t> Order;
-  UnitNeighbours Nbrs;
+  GroupAdjacency Nbrs;
   /// Each unit's place in Order.
   std::vector<uint32_t> Pos;
   /// Runs of up to this many consecutive units move together.
@@ -285,8 +256,7 @@ std::pair<uint32_t, uint32_t> AnnealSearch::pickMove() {
   if (Pick < 0.4 && !Critical.empty()) {
     U = Critical[uniform(Critical.size())];
     unsigned Degree = Nbrs.getDegree(U);
-    uint32_t Toward =
-        Degree ? S.Units[Nbrs.get(U)[uniform(Degree)]] : S.Units[U];
+    uint32_t Toward = Degree ? S.Units[Nbrs[U][uniform(Degree)]] : S.Units[U];
     To = Toward != S.Units[U] && Unit01(Rng) < 0.5
              ? Toward
              : pickOtherDevice(S.Units[U]);
@@ -316,7 +286,7 @@ void AnnealSearch::swapUnits(uint32_t U, uint32_t To) {
       continue;
     if (Partner < 0)
       Partner = V;
-    if (any_of(Nbrs.get(V), [&](uint32_t W) { return S.Units[W] == From; })) {
+    if (any_of(Nbrs[V], [&](uint32_t W) { return S.Units[W] == From; })) {
       Partner = V;
       break;
     }

@@ -38,13 +38,10 @@ struct UnitDAG {
   /// Position of each unit in the topological order.
   std::vector<uint32_t> Pos;
   /// Successors of each unit, in topological order.
-  std::vector<uint32_t> SuccBegin, Succ;
+  GroupAdjacency Succ;
   std::vector<uint32_t> NumPreds;
 
-  ArrayRef<uint32_t> successors(unsigned U) const {
-    return makeArrayRef(Succ).slice(SuccBegin[U],
-                                    SuccBegin[U + 1] - SuccBegin[U]);
-  }
+  ArrayRef<uint32_t> successors(unsigned U) const { return Succ[U]; }
 };
 
 /// The recurrent layer of every unit, and whether the unit holds an op of
@@ -86,23 +83,16 @@ static UnitDAG buildDAG(const PlacementProblem &P) {
   ArrayRef<uint32_t> Order = P.getTopologicalOrder();
   for (unsigned I = 0; I != N; ++I)
     G.Pos[Order[I]] = I;
-  G.SuccBegin.assign(N + 1, 0);
+  auto Forward = [&](const UnitEdge &E) { return G.Pos[E.From] < G.Pos[E.To]; };
+  G.Succ = GroupAdjacency::build(N, P.getEdges(), /*Out=*/true, /*In=*/false,
+                                 Forward);
   G.NumPreds.assign(N, 0);
   for (const UnitEdge &E : P.getEdges())
-    if (G.Pos[E.From] < G.Pos[E.To]) {
-      ++G.SuccBegin[E.From + 1];
+    if (Forward(E))
       ++G.NumPreds[E.To];
-    }
   for (unsigned U = 0; U != N; ++U)
-    G.SuccBegin[U + 1] += G.SuccBegin[U];
-  G.Succ.resize(G.SuccBegin[N]);
-  std::vector<uint32_t> Fill(G.SuccBegin.begin(), G.SuccBegin.end() - 1);
-  for (const UnitEdge &E : P.getEdges())
-    if (G.Pos[E.From] < G.Pos[E.To])
-      G.Succ[Fill[E.From]++] = E.To;
-  for (unsigned U = 0; U != N; ++U)
-    std::sort(G.Succ.begin() + G.SuccBegin[U],
-              G.Succ.begin() + G.SuccBegin[U + 1],
+    std::sort(G.Succ.Groups.begin() + G.Succ.Begin[U],
+              G.Succ.Groups.begin() + G.Succ.Begin[U + 1],
               [&](uint32_t A, uint32_t B) { return G.Pos[A] < G.Pos[B]; });
   return G;
 }

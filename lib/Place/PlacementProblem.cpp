@@ -78,12 +78,11 @@ Expected<PlacementProblem> PlacementProblem::build(const Graph &G,
   // Topological order of units; units are numbered by first op, so the
   // smallest ready unit keeps graph order, and a cycle among groups is
   // broken at its smallest unit.
+  GroupAdjacency Succ =
+      GroupAdjacency::build(U, P.Edges, /*Out=*/true, /*In=*/false);
   std::vector<unsigned> Pending(U, 0);
-  std::vector<std::vector<uint32_t>> Succ(U);
-  for (const UnitEdge &E : P.Edges) {
-    Succ[E.From].push_back(E.To);
+  for (const UnitEdge &E : P.Edges)
     ++Pending[E.To];
-  }
   std::priority_queue<uint32_t, std::vector<uint32_t>, std::greater<uint32_t>>
       Ready;
   std::vector<bool> Done(U, false);

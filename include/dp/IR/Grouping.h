@@ -60,6 +60,25 @@ inline std::vector<GroupEdge> getGroupEdges(const Graph &G,
   return getGroupEdges(G, Gr.GroupOf);
 }
 
+/// Neighbour lists of a group graph in compressed form: the groups listed
+/// for group G are Groups[Begin[G]..Begin[G + 1]), in edge order.
+struct GroupAdjacency {
+  std::vector<uint32_t> Begin, Groups;
+
+  unsigned getDegree(uint32_t G) const { return Begin[G + 1] - Begin[G]; }
+  llvm::ArrayRef<uint32_t> operator[](uint32_t G) const {
+    return llvm::makeArrayRef(Groups).slice(Begin[G], getDegree(G));
+  }
+
+  /// The lists of \p NumGroups groups over the \p Edges that \p Keep
+  /// accepts (all when null): each edge lists its To at its From
+  /// (successors) with \p Out, and its From at its To (predecessors) with
+  /// \p In; with both, a group's neighbours either way.
+  static GroupAdjacency
+  build(unsigned NumGroups, llvm::ArrayRef<GroupEdge> Edges, bool Out, bool In,
+        llvm::function_ref<bool(const GroupEdge &)> Keep = nullptr);
+};
+
 /// Calls \p Fn(From, User) for every use of an activation (a tensor some
 /// op produces) by an op \p User of another group than the producer's
 /// group \p From, in tensor order.
