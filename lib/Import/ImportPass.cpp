@@ -1,0 +1,143 @@
+//===- ImportPass.cpp - The import-onnx pass and its options --------------===//
+//
+// Part of the dp project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dp/IR/Bytecode.h"
+#include "dp/IR/TextFormat.h"
+#include "dp/Import/ONNXImporter.h"
+#include "dp/Support/Diagnostics.h"
+
+#include "llvm/ADT/Optional.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringExtras.h"
+
+#include <cmath>
+#include <functional>
+
+using namespace llvm;
+
+namespace dp {
+
+Error ImportONNXPass::run(Graph &G, PassContext &Ctx) {
+  StringRef Bytes = Ctx.Input.getBuffer();
+  if (!G.empty() || isBytecode(Bytes) || looksLikeGraphText(Bytes))
+    return makeError("import-onnx needs an ONNX model as input, but the "
+                     "input is already dp IR");
+  Expected<Graph> Imported = importONNX(Ctx.Input, Opts, Ctx.Timers);
+  if (!Imported)
+    return Imported.takeError();
+  G = std::move(*Imported);
+  return Error::success();
+}
+
+/// Whether \p Text can be the value of import-onnx{value=}: a finite
+/// number, true or false (checked against the input's type at import).
+static bool isValueText(StringRef Text) {
+  double D;
+  return Text == "true" || Text == "false" ||
+         (!Text.getAsDouble(D) && std::isfinite(D));
+}
+
+/// Parses "D0xD1x..." with every D positive.
+static Optional<std::vector<int64_t>> parseDims(StringRef Text) {
+  std::vector<int64_t> Dims;
+  SmallVector<StringRef, 4> Parts;
+  Text.split(Parts, 'x');
+  for (StringRef P : Parts) {
+    int64_t N;
+    if (!to_integer(P, N, 10) || N <= 0)
+      return None;
+    Dims.push_back(N);
+  }
+  return Dims;
+}
+
+/// Declares import-onnx's repeatable option \p Key=NAME:X, kept in
+/// \p Named: \p Parse reads X (None: "<Key> takes <Meta> with <Takes>,
+/// not '...'"), \p Print writes it back; with \p Once, a second X for one
+/// input is an error.
+template <typename T>
+static void
+addNamedOption(OptionTable &Table, StringRef Key, StringRef Meta,
+               StringRef Takes, std::vector<std::pair<std::string, T>> &Named,
+               bool Once, std::function<Optional<T>(StringRef)> Parse,
+               std::function<std::string(const T &)> Print) {
+  std::string K = Key.str(), Syntax = (Meta + " with " + Takes).str();
+  Table
+      .custom(
+          Key, Meta,
+          [=, &Named](StringRef Value) -> Error {
+            auto [Name, Text] = Value.rsplit(':');
+            Optional<T> X = Name.empty() || Text.empty() ? None : Parse(Text);
+            if (!X)
+              return makeError(K + " takes " + Syntax + ", not '" + Value +
+                               "'");
+            if (Once)
+              for (const auto &Entry : Named)
+                if (Entry.first == Name)
+                  return makeError(K + "= is given twice for input '" + Name +
+                                   "'");
+            Named.emplace_back(Name.str(), std::move(*X));
+            return Error::success();
+          },
+          [&Named, Print] {
+            std::vector<std::string> V;
+            for (const auto &[Name, X] : Named)
+              V.push_back(Name + ":" + Print(X));
+            return V;
+          })
+      .repeatable();
+}
+
+OptionTable ImportONNXPass::describeOptions(ImportOptions &O) {
+  OptionTable T(name().str());
+  T.custom(
+      "batch", "N",
+      [&O](StringRef Value) -> Error {
+        int64_t N;
+        if (!to_integer(Value, N, 10) || N <= 0)
+          return makeError("batch must be a positive integer, not '" + Value +
+                           "'");
+        O.Batch = N;
+        return Error::success();
+      },
+      [&O] {
+        return O.Batch ? std::vector<std::string>{std::to_string(*O.Batch)}
+                       : std::vector<std::string>{};
+      });
+  addNamedOption<int64_t>(
+      T, "dim", "NAME:N", "N a positive integer", O.Dims, /*Once=*/false,
+      [](StringRef Text) -> Optional<int64_t> {
+        int64_t N;
+        if (!to_integer(Text, N, 10) || N <= 0)
+          return None;
+        return N;
+      },
+      [](const int64_t &N) { return std::to_string(N); });
+  addNamedOption<std::vector<int64_t>>(
+      T, "shape", "NAME:D0xD1x...", "each D a positive integer", O.Shapes,
+      /*Once=*/true, parseDims, [](const std::vector<int64_t> &Dims) {
+        std::string S;
+        for (size_t I = 0; I != Dims.size(); ++I)
+          S += (I ? "x" : "") + std::to_string(Dims[I]);
+        return S;
+      });
+  addNamedOption<std::string>(
+      T, "value", "NAME:V", "V a number, true or false", O.Values,
+      /*Once=*/true,
+      [](StringRef Text) -> Optional<std::string> {
+        if (!isValueText(Text))
+          return None;
+        return Text.str();
+      },
+      [](const std::string &Text) { return Text; });
+  return T;
+}
+
+void ImportONNXPass::printPipeline(raw_ostream &OS) const {
+  printPassOptions(OS, name(), Opts, describeOptions);
+}
+
+} // namespace dp
