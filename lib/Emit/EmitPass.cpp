@@ -363,9 +363,8 @@ private:
     });
   }
 
-  /// Each format's writer, by EmitFormatKind.
-  using WriterFn = Error (EmitRun::*)();
-  static const WriterFn Writers[NumEmitFormats];
+  /// The writer of format \p K.
+  Error writeFormat(EmitFormatKind K);
 
   const Graph &G;
   const Cluster &C;
@@ -384,11 +383,27 @@ private:
 };
 } // namespace
 
-const EmitRun::WriterFn EmitRun::Writers[NumEmitFormats] = {
-    &EmitRun::writePlacedModel,   &EmitRun::writeSplit, &EmitRun::writeJSON,
-    &EmitRun::writeDeviceMapFile, &EmitRun::writeTrace, &EmitRun::writeDotFiles,
-    &EmitRun::writeReportFile,    &EmitRun::writeHTML,
-};
+Error EmitRun::writeFormat(EmitFormatKind K) {
+  switch (K) {
+  case EmitFormatKind::ONNX:
+    return writePlacedModel();
+  case EmitFormatKind::Split:
+    return writeSplit();
+  case EmitFormatKind::JSON:
+    return writeJSON();
+  case EmitFormatKind::DeviceMap:
+    return writeDeviceMapFile();
+  case EmitFormatKind::Trace:
+    return writeTrace();
+  case EmitFormatKind::Dot:
+    return writeDotFiles();
+  case EmitFormatKind::Report:
+    return writeReportFile();
+  case EmitFormatKind::HTML:
+    return writeHTML();
+  }
+  llvm_unreachable("an emit format without a writer");
+}
 
 Error EmitRun::prepare() {
   if (Opts.has(EmitFormatKind::ONNX) || Opts.has(EmitFormatKind::Split)) {
@@ -493,7 +508,7 @@ Error EmitRun::writeDotFiles() {
 Error EmitRun::writeFormats() {
   for (unsigned I = 0; I != NumEmitFormats; ++I)
     if (Opts.Formats[I])
-      if (Error Err = (this->*Writers[I])())
+      if (Error Err = writeFormat(EmitFormatKind(I)))
         return Err;
   return Error::success();
 }
