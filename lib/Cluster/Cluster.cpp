@@ -7,6 +7,7 @@
 #include "dp/Cluster/Cluster.h"
 #include "dp/Support/Diagnostics.h"
 #include "dp/Support/EnumNames.h"
+#include "dp/Support/Format.h"
 
 #include "llvm/ADT/StringSet.h"
 
@@ -40,10 +41,6 @@ int Cluster::lookupType(StringRef N) const {
     if (Types[I].Name == N)
       return I;
   return -1;
-}
-
-static bool isPositiveFinite(double V) {
-  return V > 0 && V < std::numeric_limits<double>::infinity();
 }
 
 double SharedGroup::getCapacity() const {

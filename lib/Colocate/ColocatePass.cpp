@@ -38,25 +38,8 @@ static OptionTable describeStrategy(ColocateStrategyKind K,
                              getColocateStrategyName(K) + "{groups=64})");
         });
   if (K == ColocateStrategyKind::Merge)
-    T.custom(
-        "threshold", "S",
-        [&O](StringRef Value) -> Error {
-          double S;
-          if (!parseDouble(Value, S) || !(S > 0))
-            return makeError("threshold must be a positive number of "
-                             "seconds, not '" +
-                             Value + "'");
-          O.Threshold = S;
-          return Error::success();
-        },
-        [&O] {
-          std::vector<std::string> V;
-          if (O.Threshold) {
-            raw_string_ostream OS(V.emplace_back());
-            writeDouble(OS, *O.Threshold);
-          }
-          return V;
-        });
+    T.number("threshold", O.Threshold, "S", "a positive number of seconds",
+             [](double S) { return S > 0; });
   if (K == ColocateStrategyKind::Scope)
     T.integer("depth", O.Depth, 1u, MaxCount, "D").printAlways();
   return T;

@@ -378,8 +378,6 @@ static constexpr EnumEntry<ProfileStatKind> ProfileStatNames[] = {
     {"mean", ProfileStatKind::Mean},
 };
 
-static bool isPositiveFinite(double S) { return S > 0 && std::isfinite(S); }
-
 OptionTable CostAnnotatePass::describeOptions(CostOptions &O) {
   OptionTable T(name().str());
   T.choice<CostSourceKind>("source", O.Source, CostSourceNames)

@@ -114,8 +114,6 @@ bool PlacePass::setDriverOption(StringRef Key, StringRef Value) {
   return true;
 }
 
-static bool isPositiveFinite(double S) { return S > 0 && std::isfinite(S); }
-
 OptionTable PlacePass::describeOptions(PlaceOptions &O) {
   OptionTable T(name().str());
   T.custom(

@@ -72,23 +72,47 @@ OptionTable &OptionTable::text(StringRef Key, std::string &Value,
       });
 }
 
+/// The printed form of a number option's value.
+static std::vector<std::string> printNumber(double V) {
+  std::string S;
+  raw_string_ostream OS(S);
+  writeDouble(OS, V);
+  return {OS.str()};
+}
+
+Error OptionTable::parseNumber(StringRef Key, StringRef Expected,
+                               bool (*Valid)(double), StringRef S, double &V) {
+  if (!parseDouble(S, V) || !Valid(V))
+    return mustBe(Key, Expected, S);
+  return Error::success();
+}
+
 OptionTable &OptionTable::number(StringRef Key, double &Value, StringRef Meta,
                                  StringRef Expected, bool (*Valid)(double)) {
   std::string K = Key.str(), X = Expected.str();
   return add(
       Key, Meta,
+      [&Value, K, X, Valid](StringRef S) {
+        return parseNumber(K, X, Valid, S, Value);
+      },
+      [&Value] { return printNumber(Value); });
+}
+
+OptionTable &OptionTable::number(StringRef Key, Optional<double> &Value,
+                                 StringRef Meta, StringRef Expected,
+                                 bool (*Valid)(double)) {
+  std::string K = Key.str(), X = Expected.str();
+  return add(
+      Key, Meta,
       [&Value, K, X, Valid](StringRef S) -> Error {
         double V;
-        if (!parseDouble(S, V) || !Valid(V))
-          return mustBe(K, X, S);
+        if (Error E = parseNumber(K, X, Valid, S, V))
+          return E;
         Value = V;
         return Error::success();
       },
       [&Value] {
-        std::string S;
-        raw_string_ostream OS(S);
-        writeDouble(OS, Value);
-        return std::vector<std::string>{OS.str()};
+        return Value ? printNumber(*Value) : std::vector<std::string>();
       });
 }
 

@@ -17,6 +17,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdint>
+#include <limits>
 #include <string>
 
 namespace dp {
@@ -37,6 +38,12 @@ double floatToShortestDouble(float V);
 /// Parses a complete decimal floating-point number ("1.5", "-2e-3", "inf",
 /// "-inf", "nan"). Returns false if \p S is not one.
 bool parseDouble(llvm::StringRef S, double &V);
+
+/// Whether \p V is a number greater than 0 and less than infinity (a time,
+/// a rate, a budget).
+inline bool isPositiveFinite(double V) {
+  return V > 0 && V < std::numeric_limits<double>::infinity();
+}
 
 } // namespace dp
 

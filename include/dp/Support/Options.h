@@ -31,6 +31,7 @@
 #include "dp/Support/EnumNames.h"
 
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/Optional.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
@@ -88,6 +89,10 @@ public:
   /// ("a positive number of seconds").
   OptionTable &number(llvm::StringRef Key, double &Value, llvm::StringRef Meta,
                       llvm::StringRef Expected, bool (*Valid)(double));
+  /// The same for a number that is unset by default (printed when set).
+  OptionTable &number(llvm::StringRef Key, llvm::Optional<double> &Value,
+                      llvm::StringRef Meta, llvm::StringRef Expected,
+                      bool (*Valid)(double));
   /// key=NAME, one of \p Names.
   template <typename E>
   OptionTable &choice(llvm::StringRef Key, E &Value,
@@ -149,6 +154,10 @@ private:
   /// "<key> must be <Expected>, not '<Value>'".
   static llvm::Error mustBe(llvm::StringRef Key, const llvm::Twine &Expected,
                             llvm::StringRef Value);
+  /// Reads \p S into \p V: a number \p Valid accepts, else mustBe's error.
+  static llvm::Error parseNumber(llvm::StringRef Key, llvm::StringRef Expected,
+                                 bool (*Valid)(double), llvm::StringRef S,
+                                 double &V);
   static bool parseInteger(llvm::StringRef S, int64_t Min, uint64_t Max,
                            uint64_t &N);
   static std::string describeRange(int64_t Min, uint64_t Max);
