@@ -36,7 +36,7 @@ namespace {
 /// the encoder's input weights times the one-hot, at rank Hidden.
 class ColocRLPolicyImpl : public torch::nn::Module {
 public:
-  ColocRLPolicyImpl(const LearnTask &T, int64_t Hidden)
+  ColocRLPolicyImpl(const LearnTask &T, int64_t Hidden, AttentionKind Attention)
       : Types(register_module(
             "types",
             torch::nn::Embedding(int64_t(T.OpTypeNames.size()), TypeWidth))),
@@ -47,7 +47,7 @@ public:
                     .mode(torch::kSum)))),
         Placer(register_module(
             "placer", SegmentSeq2Seq(TypeWidth + T.NumFeatures + Hidden, Hidden,
-                                     T.NumDevices, 0))) {}
+                                     T.NumDevices, 0, Attention))) {}
   torch::nn::Embedding Types;
   torch::nn::EmbeddingBag Neighbours;
   SegmentSeq2Seq Placer;
@@ -97,21 +97,31 @@ Expected<SearchResult> searchColocRL(const LearnTask &T, const SearchOptions &S,
   const char *Name = "colocrl";
   uint64_t Hidden = 256;
   double LearningRate = 0.1;
+  // The paper's decoder is "an attentional LSTM" without saying where the
+  // context goes; before the decoder learned better than after it on the
+  // test problem of unittests/Learn (docs/placers/colocrl.md).
+  AttentionKind Attention = AttentionKind::Before;
   OptionTable Table = makePlacerOptions(Name);
   addLearningRate(Table.integer("hidden", Hidden), LearningRate);
+  addAttentionOption(Table, Attention);
   if (Error E = parsePlacerOptions(Table, Opts))
     return std::move(E);
 
   setUpTorch(S.Threads, S.Seed);
   std::mt19937_64 Rng(S.Seed);
   ReinforceConfig Config;
-  ColocRLPolicy Policy(T, Hidden);
+  ColocRLPolicy Policy(T, Hidden, Attention);
   Policy->Placer->setLogitSquash(Config.Temperature, Config.TanhConstant);
-  const std::vector<int64_t> Meta = {T.NumFeatures, int64_t(T.NumDevices),
-                                     int64_t(T.OpTypeNames.size()),
-                                     int64_t(T.NumUnits), int64_t(Hidden)};
-  const std::vector<const char *> MetaNames = {"features per unit", "devices",
-                                               "op types", "units", "hidden"};
+  const std::vector<int64_t> Meta = {
+      T.NumFeatures,       int64_t(T.NumDevices), int64_t(T.OpTypeNames.size()),
+      int64_t(T.NumUnits), int64_t(Hidden),       int64_t(Attention)};
+  const std::vector<const char *> MetaNames = {
+      "features per unit",
+      "devices",
+      "op types",
+      "units",
+      "hidden",
+      "attention (0 before, 1 after, 2 self)"};
   bool Loaded = !S.LoadFile.empty();
   if (Loaded)
     if (Error E = loadPolicy(*Policy, Meta, MetaNames, S.LoadFile, Name))

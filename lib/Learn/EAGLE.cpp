@@ -73,6 +73,9 @@ Expected<SearchResult> searchEAGLE(const LearnTask &T, const SearchOptions &S,
   GroupPlacerOptions Group;
   Group.Groups = 256;
   Group.LearningRate = 0.01;
+  // Section 4: "context-based input attention ... applied before feeding
+  // to the decoder" (Fig. 4a).
+  Group.Attention = AttentionKind::Before;
   TrainKind Train = TrainKind::PPO;
   OptionTable Table = makePlacerOptions(Name);
   addGroupPlacerOptions(Table, Group)
@@ -83,8 +86,7 @@ Expected<SearchResult> searchEAGLE(const LearnTask &T, const SearchOptions &S,
   setUpTorch(S.Threads, S.Seed);
   std::mt19937_64 Rng(S.Seed);
   // The extra RNN is as wide as the grouper's hidden layer.
-  GroupPlacer Policy(T, Group.Groups, Group.GrouperHidden, Group.Hidden,
-                     /*LinkHidden=*/Group.GrouperHidden);
+  GroupPlacer Policy(T, Group, /*LinkHidden=*/Group.GrouperHidden);
   const std::vector<int64_t> Meta = Policy->getMeta(T);
   if (!S.LoadFile.empty())
     if (Error E = loadPolicy(*Policy, Meta, GroupPlacerImpl::MetaNames,

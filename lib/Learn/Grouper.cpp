@@ -95,21 +95,22 @@ OptionTable &addGroupPlacerOptions(OptionTable &T, GroupPlacerOptions &O) {
                            std::to_string(MaxGroups) + ", not " +
                            std::to_string(O.Groups));
       });
+  addAttentionOption(T, O.Attention);
   return addLearningRate(T, O.LearningRate);
 }
 
-GroupPlacerImpl::GroupPlacerImpl(const LearnTask &T, int64_t Groups,
-                                 int64_t GrouperHidden, int64_t Hidden,
+GroupPlacerImpl::GroupPlacerImpl(const LearnTask &T,
+                                 const GroupPlacerOptions &O,
                                  int64_t LinkHidden)
-    : Embedder(T, Groups), Hidden(Hidden), LinkHidden(LinkHidden) {
-  TheGrouper =
-      register_module("grouper", Grouper(T.NumFeatures, GrouperHidden, Groups));
+    : Embedder(T, O.Groups), Hidden(O.Hidden), LinkHidden(LinkHidden) {
+  TheGrouper = register_module(
+      "grouper", Grouper(T.NumFeatures, O.GrouperHidden, O.Groups));
   if (LinkHidden)
-    Link =
-        register_module("link", torch::nn::LSTM(GrouperHidden + 1, LinkHidden));
-  Placer = register_module("placer",
-                           SegmentSeq2Seq(Embedder.getWidth() + LinkHidden,
-                                          Hidden, T.NumDevices, /*Segment=*/0));
+    Link = register_module("link",
+                           torch::nn::LSTM(O.GrouperHidden + 1, LinkHidden));
+  Placer = register_module(
+      "placer", SegmentSeq2Seq(Embedder.getWidth() + LinkHidden, Hidden,
+                               T.NumDevices, /*Segment=*/0, O.Attention));
 }
 
 torch::Tensor GroupPlacerImpl::link() {
@@ -181,12 +182,15 @@ std::vector<int64_t> GroupPlacerImpl::getMeta(const LearnTask &T) const {
           TheGrouper->getNumGroups(),
           TheGrouper->getHidden(),
           Hidden,
-          LinkHidden};
+          LinkHidden,
+          int64_t(Placer->getAttention())};
 }
 
 const std::vector<const char *> GroupPlacerImpl::MetaNames = {
-    "features per unit", "devices", "op types",       "groups",
-    "grouper-hidden",    "hidden",  "extra RNN units"};
+    "features per unit", "devices",
+    "op types",          "groups",
+    "grouper-hidden",    "hidden",
+    "extra RNN units",   "attention (0 before, 1 after, 2 self)"};
 
 std::vector<double> scoreDraw(PolicySearch &Search, const GroupedDraw &D,
                               std::vector<uint32_t> &Placement) {

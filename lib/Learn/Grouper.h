@@ -86,10 +86,11 @@ private:
 /// 2N wide).
 constexpr uint64_t MaxGroups = 1024;
 /// The options of a grouped placer: groups=N (at most MaxGroups),
-/// grouper-hidden=N, hidden=N, lr=X.
+/// grouper-hidden=N, hidden=N, lr=X, attention=before|after|self.
 struct GroupPlacerOptions {
   int64_t Groups = 0, GrouperHidden = 64, Hidden = 512;
   double LearningRate = 0;
+  AttentionKind Attention = AttentionKind::Before;
 };
 /// Declares them, bound to \p O (which holds the placer's defaults).
 OptionTable &addGroupPlacerOptions(OptionTable &T, GroupPlacerOptions &O);
@@ -111,8 +112,8 @@ struct GroupedDraw {
 /// placer inputs.
 class GroupPlacerImpl : public torch::nn::Module {
 public:
-  GroupPlacerImpl(const LearnTask &T, int64_t Groups, int64_t GrouperHidden,
-                  int64_t Hidden, int64_t LinkHidden);
+  GroupPlacerImpl(const LearnTask &T, const GroupPlacerOptions &O,
+                  int64_t LinkHidden);
 
   /// The extra RNN's outputs [Groups, LinkHidden] (an undefined tensor
   /// without it).

@@ -34,6 +34,9 @@ Expected<SearchResult> searchHierarchical(const LearnTask &T,
   // The authors' code: min(256, 20 groups per device).
   Group.Groups = std::min(256u, 20 * T.NumDevices);
   Group.LearningRate = 0.1;
+  // EAGLE's paper (section 3): the Hierarchical Planner applies attention
+  // after the decoder (its Fig. 4b).
+  Group.Attention = AttentionKind::After;
   OptionTable Table = makePlacerOptions(Name);
   addGroupPlacerOptions(Table, Group);
   if (Error E = parsePlacerOptions(Table, Opts))
@@ -42,8 +45,7 @@ Expected<SearchResult> searchHierarchical(const LearnTask &T,
   setUpTorch(S.Threads, S.Seed);
   std::mt19937_64 Rng(S.Seed);
   ReinforceConfig Config;
-  GroupPlacer Policy(T, Group.Groups, Group.GrouperHidden, Group.Hidden,
-                     /*LinkHidden=*/0);
+  GroupPlacer Policy(T, Group, /*LinkHidden=*/0);
   Policy->Placer->setLogitSquash(Config.Temperature, Config.TanhConstant);
   const std::vector<int64_t> Meta = Policy->getMeta(T);
   if (!S.LoadFile.empty())

@@ -27,16 +27,24 @@ namespace {
 class MarsPolicyImpl : public torch::nn::Module {
 public:
   MarsPolicyImpl(int64_t Features, int64_t GCNHidden, int64_t Hidden,
-                 int64_t Devices, int64_t Segment)
-      : Encoder(register_module("encoder",
-                                GCNEncoder(Features, GCNHidden, 3))),
-        Placer(register_module("placer", SegmentSeq2Seq(GCNHidden, Hidden,
-                                                        Devices, Segment))) {}
+                 int64_t Devices, int64_t Segment, AttentionKind Attention)
+      : Encoder(register_module("encoder", GCNEncoder(Features, GCNHidden, 3))),
+        Placer(
+            register_module("placer", SegmentSeq2Seq(GCNHidden, Hidden, Devices,
+                                                     Segment, Attention))) {}
   GCNEncoder Encoder;
   SegmentSeq2Seq Placer;
 };
 TORCH_MODULE(MarsPolicy);
 } // namespace
+
+/// What the encoder reads of a unit: the paper's features (op kinds and
+/// shapes), or with them dp's cost features (LearnTask::NumCostFeatures).
+enum class FeatureSet : uint8_t { Paper, Cost };
+static constexpr EnumEntry<FeatureSet> FeatureSetNames[] = {
+    {"paper", FeatureSet::Paper},
+    {"cost", FeatureSet::Cost},
+};
 
 /// Mars 3.4 and 4.2: ten placements per policy; every twenty, PPO with four
 /// mini-batches for three epochs.
@@ -50,6 +58,9 @@ Expected<SearchResult> searchMars(const LearnTask &T, const SearchOptions &S,
   uint64_t Pretrain = 1000, Segment = 128, Hidden = 512, GCNHidden = 256;
   double LearningRate = 3e-4;
   DeviceChoice Choice = DeviceChoice::Auto;
+  // Section 4: "context-based input attention" (the decoder's input).
+  AttentionKind Attention = AttentionKind::Before;
+  FeatureSet Features = FeatureSet::Paper;
   OptionTable Table = makePlacerOptions(Name);
   Table.integer("pretrain", Pretrain, uint64_t(0))
       .integer("segment", Segment)
@@ -57,6 +68,8 @@ Expected<SearchResult> searchMars(const LearnTask &T, const SearchOptions &S,
       .integer("gcn-hidden", GCNHidden);
   addLearningRate(Table, LearningRate);
   addDeviceOption(Table, Choice);
+  addAttentionOption(Table, Attention)
+      .choice<FeatureSet>("features", Features, FeatureSetNames);
   if (Error E = parsePlacerOptions(Table, Opts))
     return std::move(E);
   Expected<torch::Device> Device = getTorchDevice(Choice, Name);
@@ -65,19 +78,24 @@ Expected<SearchResult> searchMars(const LearnTask &T, const SearchOptions &S,
 
   setUpTorch(S.Threads, S.Seed);
   std::mt19937_64 Rng(S.Seed);
-  torch::Tensor X = getFeatures(T).to(*Device);
+  int64_t Width = T.NumFeatures;
+  if (Features == FeatureSet::Paper)
+    Width -= T.NumCostFeatures;
+  torch::Tensor X = getFeatures(T).slice(1, 0, Width).contiguous().to(*Device);
   torch::Tensor Adj = getNormalizedAdjacency(T).to(*Device);
   torch::Tensor Order =
       torch::tensor(std::vector<int64_t>(T.Order.begin(), T.Order.end()),
                     torch::kLong)
           .to(*Device);
 
-  MarsPolicy Policy(T.NumFeatures, GCNHidden, Hidden, T.NumDevices, Segment);
-  const std::vector<int64_t> Meta = {T.NumFeatures, int64_t(T.NumDevices),
-                                     int64_t(GCNHidden), int64_t(Hidden),
-                                     int64_t(Segment)};
+  MarsPolicy Policy(Width, GCNHidden, Hidden, T.NumDevices, Segment, Attention);
+  const std::vector<int64_t> Meta = {
+      Width,           int64_t(T.NumDevices), int64_t(GCNHidden),
+      int64_t(Hidden), int64_t(Segment),      int64_t(Attention)};
   const std::vector<const char *> MetaNames = {
-      "features per unit", "devices", "gcn-hidden", "hidden", "segment"};
+      "features per unit", "devices",
+      "gcn-hidden",        "hidden",
+      "segment",           "attention (0 before, 1 after, 2 self)"};
   bool Loaded = !S.LoadFile.empty();
   if (Loaded) {
     if (Error E = loadPolicy(*Policy, Meta, MetaNames, S.LoadFile, Name))

@@ -198,16 +198,44 @@ std::vector<double> pretrainDGI(GCNEncoder &Enc, const torch::Tensor &X,
 // Segment-level seq2seq
 //===----------------------------------------------------------------------===//
 
+static constexpr EnumEntry<AttentionKind> AttentionNames[] = {
+    {"before", AttentionKind::Before},
+    {"after", AttentionKind::After},
+    {"self", AttentionKind::Self},
+};
+
+OptionTable &addAttentionOption(OptionTable &T, AttentionKind &Kind) {
+  return T.choice<AttentionKind>("attention", Kind, AttentionNames);
+}
+
 SegmentSeq2SeqImpl::SegmentSeq2SeqImpl(int64_t In, int64_t Hidden,
-                                       int64_t NumDevices, int64_t Segment)
-    : Hidden(Hidden), NumDevices(NumDevices), Segment(Segment) {
+                                       int64_t NumDevices, int64_t Segment,
+                                       AttentionKind Attention)
+    : Hidden(Hidden), NumDevices(NumDevices), Segment(Segment),
+      Attention(Attention) {
+  using torch::nn::Linear;
+  using torch::nn::LinearOptions;
   Encoder = register_module(
       "encoder", torch::nn::LSTM(torch::nn::LSTMOptions(In, Hidden)
                                      .bidirectional(true)));
-  Query = register_module("query", torch::nn::Linear(2 * Hidden, Hidden));
-  Key = register_module("key", torch::nn::Linear(2 * Hidden, Hidden));
-  DecoderInput = register_module("decoder_input",
-                                 torch::nn::Linear(2 * Hidden, 4 * Hidden));
+  Key = register_module("key", Linear(2 * Hidden, Hidden));
+  if (Attention == AttentionKind::Self) {
+    Query = register_module("query", Linear(2 * Hidden, Hidden));
+  } else {
+    // Bahdanau et al.: score = v . tanh(W1 encoding + W2 query).
+    Query = register_module("query",
+                            Linear(LinearOptions(Hidden, Hidden).bias(false)));
+    Score =
+        register_module("score", Linear(LinearOptions(Hidden, 1).bias(false)));
+  }
+  if (Attention == AttentionKind::Before)
+    ContextGates = register_module(
+        "context_gates",
+        Linear(LinearOptions(2 * Hidden, 4 * Hidden).bias(false)));
+  if (Attention == AttentionKind::After)
+    Combine = register_module("combine", Linear(3 * Hidden, Hidden));
+  DecoderInput =
+      register_module("decoder_input", Linear(2 * Hidden, 4 * Hidden));
   double Bound = 1.0 / std::sqrt(double(Hidden));
   DecoderRecurrent = register_parameter(
       "decoder_recurrent",
@@ -216,7 +244,20 @@ SegmentSeq2SeqImpl::SegmentSeq2SeqImpl(int64_t In, int64_t Hidden,
   ActionGates = register_parameter(
       "action_gates",
       torch::empty({NumDevices + 1, 4 * Hidden}).uniform_(-Bound, Bound));
-  Output = register_module("output", torch::nn::Linear(Hidden, NumDevices));
+  Output = register_module("output", Linear(Hidden, NumDevices));
+}
+
+/// Each position's encoding attends over \p Enc [N, Ls, 2H] with itself
+/// as the query (scaled dot product): the contexts [N, Ls, 2H].
+static torch::Tensor attendToSelf(const torch::Tensor &Enc,
+                                  torch::nn::Linear &Query,
+                                  torch::nn::Linear &Key, int64_t Hidden) {
+  double Scale = 1.0 / std::sqrt(double(Hidden));
+  torch::Tensor Weights = torch::softmax(
+      torch::bmm(Query->forward(Enc), Key->forward(Enc).transpose(1, 2)) *
+          Scale,
+      2);
+  return torch::bmm(Weights, Enc);
 }
 
 SegmentSeq2SeqImpl::Encoding
@@ -228,7 +269,6 @@ SegmentSeq2SeqImpl::encode(const torch::Tensor &Seq) {
   int64_t Len = Segment > 0 ? Segment : std::max<int64_t>(E.Length, 1);
   torch::Tensor H = torch::zeros({2, B, Hidden}, Seq.options());
   torch::Tensor C = torch::zeros({2, B, Hidden}, Seq.options());
-  double Scale = 1.0 / std::sqrt(double(Hidden));
   for (int64_t Begin = 0; Begin < E.Length; Begin += Len) {
     int64_t End = std::min(E.Length, Begin + Len);
     torch::Tensor In = Seq.slice(0, Begin, End);
@@ -236,26 +276,37 @@ SegmentSeq2SeqImpl::encode(const torch::Tensor &Seq) {
       In = In.unsqueeze(1);
     auto [Out, State] = Encoder->forward(In, std::make_tuple(H, C));
     std::tie(H, C) = State;
-    // Content-based attention: each position attends over its segment.
-    torch::Tensor Context;
-    if (Batched) {
-      torch::Tensor Enc = Out.transpose(0, 1); // [B, Ls, 2H]
-      torch::Tensor Weights = torch::softmax(
-          torch::bmm(Query->forward(Enc), Key->forward(Enc).transpose(1, 2)) *
-              Scale,
-          2);
-      Context = torch::bmm(Weights, Enc).transpose(0, 1);
-    } else {
-      torch::Tensor Enc = Out.squeeze(1); // [Ls, 2H]
-      torch::Tensor Weights = torch::softmax(
-          torch::mm(Query->forward(Enc), Key->forward(Enc).t()) * Scale, 1);
-      Context = torch::mm(Weights, Enc);
+    torch::Tensor Enc = Out.transpose(0, 1); // [B, Ls, 2H]
+    // The decoder reads each position's own encoding, or with Self
+    // attention the context it attends to.
+    torch::Tensor DecoderIn =
+        Attention == AttentionKind::Self
+            ? attendToSelf(Enc, Query, Key, Hidden).transpose(0, 1)
+            : Out;
+    if (!Batched)
+      DecoderIn = DecoderIn.squeeze(1);
+    E.InputGates.push_back(DecoderInput->forward(DecoderIn));
+    if (Attention != AttentionKind::Self) {
+      E.Memory.push_back(Enc);
+      E.Keys.push_back(Key->forward(Enc));
     }
-    E.InputGates.push_back(DecoderInput->forward(Context));
     E.H0.push_back((H[0] + H[1]).view({B, Hidden}));
     E.C0.push_back((C[0] + C[1]).view({B, Hidden}));
   }
   return E;
+}
+
+torch::Tensor SegmentSeq2SeqImpl::attend(const Encoding &E, size_t S,
+                                         const torch::Tensor &Q) {
+  const torch::Tensor &Keys = E.Keys[S], &Memory = E.Memory[S];
+  // [N, Ls, H] + [B, 1, H] (N is 1 or B) -> scores [B, Ls].
+  torch::Tensor Scores =
+      Score->forward(torch::tanh(Keys + Query->forward(Q).unsqueeze(1)))
+          .squeeze(2);
+  torch::Tensor Weights = torch::softmax(Scores, 1);
+  if (Memory.size(0) == 1)
+    return torch::mm(Weights, Memory[0]);
+  return torch::bmm(Weights.unsqueeze(1), Memory).squeeze(1);
 }
 
 /// A uniform double in [0, 1) from \p Rng, the same on every platform.
@@ -299,18 +350,28 @@ torch::Tensor SegmentSeq2SeqImpl::logits(const torch::Tensor &H) {
   return TanhConstant * torch::tanh(L / Temperature);
 }
 
-void SegmentSeq2SeqImpl::step(const torch::Tensor &InputGates,
-                              const torch::Tensor &Prev,
-                              const torch::Tensor &RecurrentT,
-                              torch::Tensor &H, torch::Tensor &C) {
+torch::Tensor SegmentSeq2SeqImpl::step(const Encoding &E, size_t S,
+                                       const torch::Tensor &InputGates,
+                                       const torch::Tensor &Prev,
+                                       const torch::Tensor &RecurrentT,
+                                       torch::Tensor &H, torch::Tensor &C) {
   // [4H] for one sequence, [B, 4H] for a batch of them.
   torch::Tensor G =
       (InputGates.dim() == 1 ? InputGates.unsqueeze(0) : InputGates) +
       ActionGates.index_select(0, Prev) + torch::mm(H, RecurrentT);
+  // Bahdanau et al.: the context from the decoder's previous state.
+  torch::Tensor Context;
+  if (Attention != AttentionKind::Self)
+    Context = attend(E, S, H);
+  if (Attention == AttentionKind::Before)
+    G = G + ContextGates->forward(Context);
   std::vector<torch::Tensor> Parts = G.chunk(4, 1);
   C = torch::sigmoid(Parts[1]) * C +
       torch::sigmoid(Parts[0]) * torch::tanh(Parts[2]);
   H = torch::sigmoid(Parts[3]) * torch::tanh(C);
+  if (Attention != AttentionKind::After)
+    return H;
+  return torch::tanh(Combine->forward(torch::cat({H, Context}, 1)));
 }
 
 torch::Tensor SegmentSeq2SeqImpl::follow(const Encoding &E, size_t S,
@@ -324,8 +385,8 @@ torch::Tensor SegmentSeq2SeqImpl::follow(const Encoding &E, size_t S,
   std::vector<torch::Tensor> States;
   States.reserve(Len);
   for (int64_t I = 0; I != Len; ++I) {
-    step(Gates[I], I ? Actions.select(1, I - 1) : Prev, RecurrentT, H, C);
-    States.push_back(H);
+    States.push_back(step(E, S, Gates[I], I ? Actions.select(1, I - 1) : Prev,
+                          RecurrentT, H, C));
   }
   return torch::stack(States);
 }
@@ -343,11 +404,11 @@ torch::Tensor SegmentSeq2SeqImpl::choose(const Encoding &E, size_t S,
   States.reserve(Len);
   std::vector<int64_t> Picked(Batch);
   for (int64_t I = 0; I != Len; ++I) {
-    step(Gates[I], Prev, RecurrentT, H, C);
-    States.push_back(H);
+    torch::Tensor Out = step(E, S, Gates[I], Prev, RecurrentT, H, C);
+    States.push_back(Out);
     // Drawn on the host, with dp's generator, wherever the model runs.
     torch::Tensor Probs =
-        torch::softmax(logits(H), 1).to(torch::kCPU).contiguous();
+        torch::softmax(logits(Out), 1).to(torch::kCPU).contiguous();
     const float *P = Probs.data_ptr<float>();
     for (int64_t B = 0; B != Batch; ++B) {
       int64_t D = sampleIndex(P + B * NumDevices, NumDevices, Rng, Greedy);

@@ -76,21 +76,48 @@ std::vector<double> pretrainDGI(GCNEncoder &Enc, const torch::Tensor &X,
                                 const torch::Tensor &Adj, unsigned Iterations,
                                 double LearningRate, std::mt19937_64 &Rng);
 
+/// Where the seq2seq decoder attends, and with what query (EAGLE's paper,
+/// section 3 and Fig. 4, names the two forms of Bahdanau et al.'s additive
+/// attention that the Google placers and EAGLE use).
+enum class AttentionKind : uint8_t {
+  /// The query is the decoder's previous hidden state; the context joins
+  /// the decoder LSTM's input (EAGLE's Fig. 4a, "before"; Mars's
+  /// "context-based input attention").
+  Before,
+  /// The query is the decoder's previous hidden state too; the context
+  /// joins the LSTM's new state after it, tanh(W [h; context]) giving the
+  /// logits (Fig. 4b, "after": the Hierarchical Planner's form).
+  After,
+  /// No decoder query: each encoder position attends over its segment
+  /// with its own encoding as the query (scaled dot product), once per
+  /// segment, and the result is the decoder's input. dp's earlier form,
+  /// kept for the ablation.
+  Self,
+};
+/// Declares attention=before|after|self.
+OptionTable &addAttentionOption(OptionTable &T, AttentionKind &Kind);
+
 /// Segment-level seq2seq (Mars 3.3): the sequence is cut into segments; a
 /// bidirectional LSTM encodes each, starting from the state the previous
-/// segment ended in; content-based attention over the segment's encodings
-/// feeds an LSTM decoder, which starts from the segment's encoder state and
-/// also reads the device it chose last. Segment 0 means one segment.
+/// segment ended in; an LSTM decoder, which starts from the segment's
+/// encoder state, reads at each position that position's encoding, the
+/// device it chose last and (AttentionKind) an attended context of the
+/// segment's encodings. Segment 0 means one segment.
 class SegmentSeq2SeqImpl : public torch::nn::Module {
 public:
   SegmentSeq2SeqImpl(int64_t In, int64_t Hidden, int64_t NumDevices,
-                     int64_t Segment);
+                     int64_t Segment,
+                     AttentionKind Attention = AttentionKind::Before);
 
   /// What the decoder needs of an encoded sequence, per segment.
   struct Encoding {
     /// The decoder's input-side gate pre-activations, [Ls, 4H] (batched:
     /// [Ls, B, 4H]).
     std::vector<torch::Tensor> InputGates;
+    /// With a decoder query (Before, After): the segment's encodings
+    /// [N, Ls, 2H] and their attention keys [N, Ls, H], N = 1 for one
+    /// sequence, B for a batch of them.
+    std::vector<torch::Tensor> Memory, Keys;
     /// The decoder's initial state, [1, H] each (batched: [B, H]).
     std::vector<torch::Tensor> H0, C0;
     int64_t Length = 0;
@@ -121,12 +148,20 @@ public:
   /// TanhConstant of 0 (the default) leaves them raw.
   void setLogitSquash(double Temperature, double TanhConstant);
 
+  AttentionKind getAttention() const { return Attention; }
+
 private:
-  /// One decoder step from (\p H, \p C), reading \p Prev ([B] int64, the
-  /// devices chosen one position before).
-  void step(const torch::Tensor &InputGates, const torch::Tensor &Prev,
-            const torch::Tensor &RecurrentT, torch::Tensor &H,
-            torch::Tensor &C);
+  /// One decoder step of segment \p S from (\p H, \p C), reading
+  /// \p InputGates (the position's) and \p Prev ([B] int64, the devices
+  /// chosen one position before); returns what the logits read ([B, H]:
+  /// the new H, or with After attention its combination with the context).
+  torch::Tensor step(const Encoding &E, size_t S,
+                     const torch::Tensor &InputGates, const torch::Tensor &Prev,
+                     const torch::Tensor &RecurrentT, torch::Tensor &H,
+                     torch::Tensor &C);
+  /// Additive attention of segment \p S's encodings for the decoder
+  /// states \p Query [B, H]: the context [B, 2H].
+  torch::Tensor attend(const Encoding &E, size_t S, const torch::Tensor &Query);
   /// The decoder over segment \p S following \p Actions [B, Ls] (\p Prev:
   /// the devices before the segment); its hidden states [Ls, B, H].
   torch::Tensor follow(const Encoding &E, size_t S, const torch::Tensor &Prev,
@@ -144,9 +179,13 @@ private:
   torch::Tensor logits(const torch::Tensor &H);
 
   int64_t Hidden, NumDevices, Segment;
+  AttentionKind Attention;
   double Temperature = 1, TanhConstant = 0;
   torch::nn::LSTM Encoder{nullptr};
   torch::nn::Linear Query{nullptr}, Key{nullptr};
+  /// Before and After: the additive score's v; Before: the context's
+  /// gates; After: the combination of state and context.
+  torch::nn::Linear Score{nullptr}, ContextGates{nullptr}, Combine{nullptr};
   torch::nn::Linear DecoderInput{nullptr}, Output{nullptr};
   torch::Tensor DecoderRecurrent, ActionGates;
 };

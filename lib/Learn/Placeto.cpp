@@ -235,19 +235,38 @@ static constexpr double MaxGradNorm = 1.25;
 /// starts off high and decays gradually to a low value").
 static constexpr double InitialEntropyCoef = 0.01;
 static constexpr uint64_t DefaultSamples = 10000;
+/// The memory penalty's scale c, seconds per GB over (appendix A.7).
+static constexpr double DefaultMemoryPenalty = 2;
 /// Units times states times hidden units of one chunk of an update's
 /// forward and backward passes (about 140 MB of activations).
 static constexpr int64_t ChunkFloats = int64_t(1) << 18;
+
+double getPlacetoReward(const Evaluation &E, double MemoryPenalty,
+                        double FailingSeconds) {
+  double Over = std::max(0.0, E.PeakBytes - E.CapacityBytes);
+  if (E.OutOfMemory && Over == 0)
+    return -FailingSeconds;
+  return -(E.StepSeconds + MemoryPenalty * Over * 1e-9);
+}
+
+/// reward=runtime (the paper's memory penalized run time) or reward=sqrt.
+enum class RewardKind : uint8_t { Runtime, Sqrt };
+static constexpr EnumEntry<RewardKind> RewardNames[] = {
+    {"runtime", RewardKind::Runtime},
+    {"sqrt", RewardKind::Sqrt},
+};
 
 namespace {
 /// One Placeto run on a task: the episodes, the update, the features.
 class PlacetoSearch {
 public:
   PlacetoSearch(const LearnTask &T, PlacetoPolicy &Policy, int64_t Hidden,
-                PolicySearch &S, bool Intermediate)
+                PolicySearch &S, bool Intermediate, RewardKind Reward,
+                double MemoryPenalty)
       : T(T), Graph(T), Policy(Policy), Search(S), Intermediate(Intermediate),
-        U(T.NumUnits), D(T.NumDevices), In(T.NumFeatures + D + 2),
-        Hidden(Hidden), Initial(U, 0), StepOf(U, 0) {
+        Reward(Reward), MemoryPenalty(MemoryPenalty), U(T.NumUnits),
+        D(T.NumDevices), In(T.NumFeatures + D + 2), Hidden(Hidden),
+        Initial(U, 0), StepOf(U, 0) {
     for (size_t I = 0; I != T.Order.size(); ++I)
       StepOf[T.Order[I]] = I;
   }
@@ -255,8 +274,20 @@ public:
   /// Scores the initial placement, every unit on the first device (the
   /// authors' zero placement).
   void start() {
-    InitialReward = Search.evaluate(Initial);
+    Search.evaluate(Initial);
     InitialEval = Search.lastEvaluation();
+    InitialReward = reward(InitialEval);
+  }
+
+  /// The reward of a placement scored \p E: the paper's (appendix A.7),
+  /// minus r + c (m - M) when the peak m of the device with the largest
+  /// peak memory utilization exceeds its memory M (getPlacetoReward); with
+  /// reward=sqrt, the other placers' -sqrt(step time).
+  double reward(const Evaluation &E) const {
+    if (Reward == RewardKind::Sqrt)
+      return -std::sqrt(E.OutOfMemory ? Search.getFailingSeconds()
+                                      : E.StepSeconds);
+    return getPlacetoReward(E, MemoryPenalty, Search.getFailingSeconds());
   }
 
   /// Runs \p Batch episodes side by side, sampling the devices (or, with
@@ -284,6 +315,8 @@ private:
   PlacetoPolicy &Policy;
   PolicySearch &Search;
   bool Intermediate;
+  RewardKind Reward;
+  double MemoryPenalty;
   int64_t U, D, In, Hidden;
   std::vector<uint32_t> Initial;
   double InitialReward = 0;
@@ -351,11 +384,12 @@ bool PlacetoSearch::runEpisodes(int64_t NewBatch, std::mt19937_64 &Rng,
         if (Search.done())
           return false;
         if (Moved) {
-          Last[B] = Search.evaluate(P[B]);
+          Search.evaluate(P[B]);
           LastEval[B] = Search.lastEvaluation();
         } else {
-          Last[B] = Search.record(P[B], LastEval[B]);
+          Search.record(P[B], LastEval[B]);
         }
+        Last[B] = reward(LastEval[B]);
         Scored[B] = true;
       }
       Rewards[Step * Batch + B] = Last[B];
@@ -368,7 +402,8 @@ bool PlacetoSearch::runEpisodes(int64_t NewBatch, std::mt19937_64 &Rng,
       continue;
     if (Search.done())
       return false;
-    double R = Search.evaluate(P[B]);
+    Search.evaluate(P[B]);
+    double R = reward(Search.lastEvaluation());
     if (!ScoreMoves)
       for (size_t Step = 0; Step != Steps; ++Step)
         Rewards[Step * Batch + B] = R;
@@ -482,12 +517,18 @@ Expected<SearchResult> searchPlaceto(const LearnTask &T, const SearchOptions &S,
   int64_t In = T.NumFeatures + T.NumDevices + 2;
   uint64_t Episodes = DefaultEpisodes, Hidden = In, Hops = DefaultHops;
   double LearningRate = DefaultLearningRate;
+  double MemoryPenalty = DefaultMemoryPenalty;
+  RewardKind Reward = RewardKind::Runtime;
   bool Intermediate = true;
   OptionTable Table = makePlacerOptions(Name);
   Table.integer("episodes", Episodes)
       .integer("hidden", Hidden)
       .integer("hops", Hops)
       .flag("intermediate", Intermediate)
+      .choice<RewardKind>("reward", Reward, RewardNames)
+      .number("memory-penalty", MemoryPenalty, "X",
+              "a non-negative number of seconds per GB",
+              [](double X) { return X >= 0 && std::isfinite(X); })
       .check([&](const OptionTable &T) -> Error {
         if (Episodes >= 2)
           return Error::success();
@@ -516,7 +557,8 @@ Expected<SearchResult> searchPlaceto(const LearnTask &T, const SearchOptions &S,
   SearchOptions Budget = getSearchBudget(S);
   PolicySearch Search(T, Budget, Name, DefaultSamples);
   bool ScoreMoves = Intermediate;
-  PlacetoSearch Placeto(T, Policy, Hidden, Search, ScoreMoves);
+  PlacetoSearch Placeto(T, Policy, Hidden, Search, ScoreMoves, Reward,
+                        MemoryPenalty);
 
   if (Loaded && !S.FinetuneSamples) {
     // Zero-shot: no rewards to learn from, so only the episodes' final

@@ -62,6 +62,8 @@ public:
   double record(llvm::ArrayRef<uint32_t> Placement, const Evaluation &E);
   /// The score of the last recorded placement.
   const Evaluation &lastEvaluation() const { return LastEval; }
+  /// The step time given to placements that do not fit.
+  double getFailingSeconds() const { return Opts.FailingSeconds; }
   /// The step time (seconds, failing time when out of memory) of the last
   /// evaluated placement.
   double lastStepSeconds() const { return LastSeconds; }

@@ -80,6 +80,8 @@ static constexpr StringLiteral Algo = "anneal";
 /// 1/e at first, one 0.001 % slower at the end. (Hotter starts did worse
 /// on the bundled models: the seeds are good, and the budget is short.)
 static constexpr double StartTemperature = 3e-3, EndTemperature = 1e-5;
+/// The time budget without seconds=.
+static constexpr double DefaultSeconds = 10;
 
 /// Bytes over capacity summed over devices, each relative to its capacity.
 static double getRelativeOverflow(const PlacementProblem &P,
@@ -101,8 +103,9 @@ static double getCost(const PlacementProblem &P, const SimResult &R) {
   return R.StepTime * (1 + 10 * getRelativeOverflow(P, R));
 }
 
-/// The placers that seed the search: `seeds=A:B:...`, or every placer that
-/// does not search itself.
+/// The placers that seed the search: `seeds=A:B:...` (any placer but
+/// anneal, learned ones included), or every placer that does not search
+/// itself.
 static Expected<SmallVector<const PlacerInfo *, 8>>
 getSeedPlacers(const PlaceOptions &Opts) {
   SmallVector<const PlacerInfo *, 8> Seeds;
@@ -168,7 +171,7 @@ public:
         Order(P.getTopologicalOrder()),
         Nbrs(GroupAdjacency::build(N, Edges, /*Out=*/true, /*In=*/true)),
         Pos(N), MaxRun(std::max(2u, N / (2 * D))), Start(Clock::now()),
-        Seconds(Opts.Seconds > 0 ? Opts.Seconds : 10),
+        Seconds(Opts.Seconds > 0 ? Opts.Seconds : DefaultSeconds),
         MaxEvals(Opts.Evaluations), S(P, Seed), Cost(SeedCost), Rng(Opts.Seed),
         CriticalStamp(N, 0), Best(std::move(Seed)), BestCost(SeedCost),
         Fits(Fits) {
@@ -375,6 +378,15 @@ Expected<std::vector<uint32_t>> placeAnneal(const PlacementProblem &P,
   if (!Seeds)
     return Seeds.takeError();
 
+  // Seeds that search themselves (a learned placer named in seeds=) share
+  // half of anneal's budget, seconds= and evals= alike; the search anneals
+  // in what they leave.
+  unsigned Searching =
+      count_if(*Seeds, [](const PlacerInfo *Info) { return Info->Searches; });
+  double Seconds = Opts.Seconds > 0 ? Opts.Seconds : DefaultSeconds;
+  auto Began = std::chrono::steady_clock::now();
+  uint64_t SeedEvals = 0;
+
   // The fastest seed placement that fits; the first one on ties.
   std::vector<uint32_t> Best;
   double BestCost = 0;
@@ -382,6 +394,11 @@ Expected<std::vector<uint32_t>> placeAnneal(const PlacementProblem &P,
     PlaceOptions SeedOpts;
     SeedOpts.Algo = Info->Name.str();
     SeedOpts.Seed = Opts.Seed;
+    if (Info->Searches) {
+      SeedOpts.Seconds = Seconds / 2 / Searching;
+      SeedOpts.Evaluations = Opts.Evaluations / 2 / Searching;
+      SeedEvals += SeedOpts.Evaluations;
+    }
     Expected<std::vector<uint32_t>> Placement = Info->Run(P, SeedOpts);
     if (!Placement) {
       consumeError(Placement.takeError());
@@ -398,13 +415,21 @@ Expected<std::vector<uint32_t>> placeAnneal(const PlacementProblem &P,
     Best = spreadByMemory(P);
     BestCost = getCost(P, P.simulate(Best));
   }
-  // Nothing to search: no choice, or a step that takes no time.
-  if (P.getNumUnits() == 0 || P.getNumDevices() < 2 || BestCost <= 0) {
+  PlaceOptions Left = Opts;
+  Left.Seconds = Seconds - std::chrono::duration<double>(
+                               std::chrono::steady_clock::now() - Began)
+                               .count();
+  if (Opts.Evaluations)
+    Left.Evaluations = Opts.Evaluations - SeedEvals;
+  // Nothing to search: no choice, a step that takes no time, or no budget
+  // left after the seeds.
+  if (P.getNumUnits() == 0 || P.getNumDevices() < 2 || BestCost <= 0 ||
+      Left.Seconds <= 0) {
     if (!Fits)
       return makeNoFitErrorFromSim(P, Algo, Best, P.simulate(Best));
     return std::move(Best);
   }
-  return AnnealSearch(P, Opts, std::move(Best), BestCost, Fits).run();
+  return AnnealSearch(P, Left, std::move(Best), BestCost, Fits).run();
 }
 
 } // namespace dp

@@ -42,9 +42,11 @@ static const char *const OpKinds[] = {
     "Update",    "Control",   "other"};
 static constexpr unsigned NumOpKinds = std::size(OpKinds);
 /// Per unit: op-kind shares, backward share, output shape (4), input shape
-/// (4), fastest and slowest compute time, output bytes, memory, in- and
-/// out-degree.
-static constexpr unsigned NumFeatures = NumOpKinds + 1 + 4 + 4 + 6;
+/// (4), and then the cost features: fastest and slowest compute time,
+/// output bytes, memory, in- and out-degree.
+static constexpr unsigned NumCostFeatures = 6;
+static constexpr unsigned CostFeatures = NumOpKinds + 1 + 4 + 4;
+static constexpr unsigned NumFeatures = CostFeatures + NumCostFeatures;
 
 static unsigned getOpKind(StringRef Type) {
   if (Type.endswith("Grad"))
@@ -112,6 +114,7 @@ LearnTask buildLearnTask(const PlacementProblem &P) {
   T.NumUnits = P.getNumUnits();
   T.NumDevices = P.getNumDevices();
   T.NumFeatures = NumFeatures;
+  T.NumCostFeatures = NumCostFeatures;
   T.Features.assign(size_t(T.NumUnits) * NumFeatures, 0);
   T.OpTypeNames.assign(std::begin(OpKinds), std::end(OpKinds));
   T.OpType.assign(T.NumUnits, NumOpKinds - 1);
@@ -179,7 +182,16 @@ LearnTask buildLearnTask(const PlacementProblem &P) {
                  P.getTopologicalOrder().end());
   T.Evaluate = [&P](ArrayRef<uint32_t> Placement) {
     const SimResult &R = P.simulate(Placement);
-    return Evaluation{R.StepTime, R.OOM};
+    Evaluation E{R.StepTime, R.OOM};
+    for (unsigned D = 0; D != R.PeakBytes.size(); ++D) {
+      double Peak = double(R.PeakBytes[D]);
+      double Capacity = double(P.getDeviceCapacity(D));
+      if (D == 0 || Peak * E.CapacityBytes > E.PeakBytes * Capacity) {
+        E.PeakBytes = Peak;
+        E.CapacityBytes = Capacity;
+      }
+    }
+    return E;
   };
   return T;
 }
@@ -225,17 +237,17 @@ getSearchOptions(const PlaceOptions &Opts,
 
 /// Placeto's raw features (its section 2.2) of a unit are its run time and
 /// the size of its outputs: of buildLearnTask's row, the compute time on
-/// the fastest device (F[9]) and the output bytes (F[11]), log-scaled.
-/// Placeto adds the current device and the visited and current flags.
+/// the fastest device and the output bytes, log-scaled. Placeto adds the
+/// current device and the visited and current flags.
 static LearnTask getPlacetoTask(LearnTask T) {
-  static constexpr unsigned Columns[] = {NumOpKinds + 1 + 9,
-                                         NumOpKinds + 1 + 11};
+  static constexpr unsigned Columns[] = {CostFeatures, CostFeatures + 2};
   std::vector<float> Features;
   Features.reserve(size_t(T.NumUnits) * std::size(Columns));
   for (unsigned U = 0; U != T.NumUnits; ++U)
     for (unsigned C : Columns)
       Features.push_back(T.Features[size_t(U) * T.NumFeatures + C]);
   T.NumFeatures = std::size(Columns);
+  T.NumCostFeatures = T.NumFeatures;
   T.Features = std::move(Features);
   return T;
 }

@@ -6,6 +6,7 @@
 
 #include "DiagnosticsTestUtil.h"
 #include "PolicySearch.h"
+#include "SavedPolicy.h"
 #include "dp/Learn/Placers.h"
 #include "dp/Learn/Plugin.h"
 
@@ -98,21 +99,27 @@ void expectSameSearch(const SearchResult &A, const SearchResult &B) {
 }
 
 TEST(MarsTest, PPOReachesTheOptimumOfASmallProblem) {
-  LearnTask T = Chain12.task();
-  SearchOptions S = seededBudget(3, 600);
-  llvm::Expected<SearchResult> R = searchMars(T, S, smallMars());
-  ASSERT_TRUE(bool(R)) << llvm::toString(R.takeError());
-  EXPECT_EQ(R->Samples, 600u);
-  EXPECT_NEAR(R->BestEval.StepSeconds, Chain12.optimum() * 1e-3, 1e-9);
-  // It learned: the last policy's samples are better on average than the
-  // first, uniformly random ones.
-  auto Mean = [&](size_t Begin, size_t End) {
-    double Sum = 0;
-    for (size_t I = Begin; I != End; ++I)
-      Sum += R->Curve[I].SampleSeconds;
-    return Sum / (End - Begin);
-  };
-  EXPECT_LT(Mean(550, 600), 0.85 * Mean(0, 50));
+  // Two seeds of three at least reach the optimum, and every one learns:
+  // the last policy's samples are better on average than the first,
+  // uniformly random ones.
+  unsigned Optimal = 0;
+  for (uint64_t Seed : {1, 2, 3}) {
+    LearnTask T = Chain12.task();
+    llvm::Expected<SearchResult> R =
+        searchMars(T, seededBudget(Seed, 600), smallMars());
+    ASSERT_TRUE(bool(R)) << llvm::toString(R.takeError());
+    EXPECT_EQ(R->Samples, 600u);
+    Optimal +=
+        std::abs(R->BestEval.StepSeconds - Chain12.optimum() * 1e-3) < 1e-9;
+    auto Mean = [&](size_t Begin, size_t End) {
+      double Sum = 0;
+      for (size_t I = Begin; I != End; ++I)
+        Sum += R->Curve[I].SampleSeconds;
+      return Sum / (End - Begin);
+    };
+    EXPECT_LT(Mean(550, 600), 0.85 * Mean(0, 50)) << Seed;
+  }
+  EXPECT_GE(Optimal, 2u);
 }
 
 TEST(MarsTest, AFixedSeedGivesTheSamePlacement) {
@@ -140,6 +147,52 @@ TEST(MarsTest, RejectsBadOptions) {
   ASSERT_EQ(Diags.size(), 1u);
   EXPECT_EQ(Diags[0].Message,
             "place{algo=mars}: lr must be a number in (0, 1.0], not '-1'");
+  R = searchMars(T, S, {{"attention", "dot"}});
+  ASSERT_FALSE(bool(R));
+  Diags = test::collectErrors(R.takeError());
+  ASSERT_EQ(Diags.size(), 1u);
+  EXPECT_EQ(Diags[0].Message, "place{algo=mars}: attention must be before, "
+                              "after or self, not 'dot'");
+  R = searchMars(T, S, {{"features", "all"}});
+  ASSERT_FALSE(bool(R));
+  Diags = test::collectErrors(R.takeError());
+  ASSERT_EQ(Diags.size(), 1u);
+  EXPECT_EQ(Diags[0].Message,
+            "place{algo=mars}: features must be paper or cost, not 'all'");
+}
+
+TEST(MarsTest, ThePapersFeaturesLeaveOutTheCostFeatures) {
+  // The chain's last feature stands for a cost feature: a policy saved
+  // with the paper's features reads two features per unit, and one saved
+  // with the cost features three.
+  LearnTask T = Chain12.task();
+  T.NumCostFeatures = 1;
+  test::TempPolicy Paper, Cost;
+  SearchOptions S = seededBudget(1, 10);
+  auto Train = [&](const char *Features, test::TempPolicy &File) {
+    SearchOptions Save = S;
+    Save.SaveFile = std::string(File.Path);
+    std::vector<std::pair<std::string, std::string>> Opts = smallMars();
+    Opts.emplace_back("features", Features);
+    llvm::Expected<SearchResult> R = searchMars(T, Save, Opts);
+    ASSERT_TRUE(bool(R)) << llvm::toString(R.takeError());
+    test::writeSavedPolicy(*R, Save.SaveFile);
+  };
+  Train("paper", Paper);
+  Train("cost", Cost);
+  SearchOptions Load = S;
+  Load.LoadFile = std::string(Cost.Path);
+  llvm::Expected<SearchResult> R = searchMars(T, Load, smallMars());
+  ASSERT_FALSE(bool(R));
+  std::vector<test::Diag> Diags = test::collectErrors(R.takeError());
+  ASSERT_EQ(Diags.size(), 1u);
+  EXPECT_NE(Diags[0].Message.find("the policy was saved with features per "
+                                  "unit = 3, and this run has 2"),
+            std::string::npos)
+      << Diags[0].Message;
+  Load.LoadFile = std::string(Paper.Path);
+  R = searchMars(T, Load, smallMars());
+  EXPECT_TRUE(bool(R)) << llvm::toString(R.takeError());
 }
 
 TEST(MarsTest, RunsOnTheDeviceItIsGiven) {

@@ -31,6 +31,14 @@ using LearnOptions = llvm::ArrayRef<std::pair<std::string, std::string>>;
       const LearnTask &T, const SearchOptions &S, LearnOptions Opts);
 #include "dp/Learn/LearnedPlacers.def"
 
+/// Placeto's reward of a placement scored \p E (its appendix A.7): minus
+/// the memory penalized run time, the step seconds plus \p MemoryPenalty
+/// seconds per GB (10^9 bytes) that the device with the largest peak
+/// memory utilization holds beyond its memory; minus \p FailingSeconds
+/// for a placement that does not fit when \p E gives no memory figures.
+double getPlacetoReward(const Evaluation &E, double MemoryPenalty,
+                        double FailingSeconds);
+
 /// Mars's encoder pre-training alone: a fresh GCN (3 layers of \p Hidden
 /// units) trained with DGI for \p Iterations on \p T; the loss of every
 /// iteration.

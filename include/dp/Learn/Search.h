@@ -42,6 +42,10 @@ struct Evaluation {
   double StepSeconds = 0;
   /// The placement does not fit in some device's memory.
   bool OutOfMemory = false;
+  /// Of the device whose peak memory is the largest share of its
+  /// capacity: that peak and that capacity, in bytes (Placeto's memory
+  /// penalty reads them).
+  double PeakBytes = 0, CapacityBytes = 0;
 };
 
 /// What a learned placer knows about the graph it places.
@@ -54,6 +58,10 @@ struct LearnTask {
   /// that a saved policy applies to an unseen graph.
   unsigned NumFeatures = 0;
   std::vector<float> Features;
+  /// The last NumCostFeatures of a row are derived from dp's cost model
+  /// (compute times, bytes, memory, degrees); the others describe the ops
+  /// (kinds, shapes), as the papers' features do.
+  unsigned NumCostFeatures = 0;
   /// Dataflow between units (From != To), one per ordered pair, with the
   /// bytes that flow.
   struct Edge {
