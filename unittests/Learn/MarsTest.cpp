@@ -136,11 +136,7 @@ TEST(MarsTest, RejectsBadOptions) {
   SearchOptions S;
   S.Samples = 1;
   auto Error = [&](std::vector<std::pair<std::string, std::string>> Opts) {
-    llvm::Expected<SearchResult> R = searchMars(T, S, Opts);
-    if (R)
-      return std::string("no error");
-    std::vector<test::Diag> Diags = test::collectErrors(R.takeError());
-    return Diags.size() == 1 ? Diags[0].Message : "several errors";
+    return test::getOnlyError(searchMars(T, S, Opts));
   };
   EXPECT_EQ(Error({{"segment", "0"}}),
             "place{algo=mars}: segment must be a positive integer, not '0'");

@@ -374,11 +374,7 @@ TEST(PlacetoTest, RejectsBadOptions) {
   LearnTask T = FourBranches.task();
   SearchOptions S = budget(0, 1);
   auto Error = [&](std::vector<std::pair<std::string, std::string>> Opts) {
-    llvm::Expected<SearchResult> R = searchPlaceto(T, S, Opts);
-    if (R)
-      return std::string("no error");
-    std::vector<test::Diag> Diags = test::collectErrors(R.takeError());
-    return Diags.size() == 1 ? Diags[0].Message : "several errors";
+    return test::getOnlyError(searchPlaceto(T, S, Opts));
   };
   EXPECT_EQ(Error({{"episodes", "1"}}),
             "place{algo=placeto}: episodes must be at least 2 (the baseline "

@@ -272,11 +272,7 @@ TEST(Seq2SeqPlacersTest, ALoadedPolicyMustMatchTheTask) {
 TEST(Seq2SeqPlacersTest, RejectsBadOptions) {
   LearnTask T = Problem.task();
   auto Error = [&](SearchFn Search, OptionList Opts) {
-    llvm::Expected<SearchResult> R = Search(T, budget(0, 1), Opts);
-    if (R)
-      return std::string("no error");
-    std::vector<test::Diag> Diags = test::collectErrors(R.takeError());
-    return Diags.size() == 1 ? Diags[0].Message : "several errors";
+    return test::getOnlyError(Search(T, budget(0, 1), Opts));
   };
   EXPECT_EQ(Error(searchColocRL, {{"hidden", "0"}}),
             "place{algo=colocrl}: hidden must be a positive integer, not '0'");

@@ -43,6 +43,15 @@ inline std::vector<Diag> collectErrors(llvm::Error Err) {
   return Diags;
 }
 
+/// The message of the one error \p R holds; "no error" when it holds a
+/// value, "several errors" when it holds more than one.
+template <typename T> std::string getOnlyError(llvm::Expected<T> R) {
+  if (R)
+    return "no error";
+  std::vector<Diag> Diags = collectErrors(R.takeError());
+  return Diags.size() == 1 ? Diags[0].Message : "several errors";
+}
+
 /// "file:line:col: node 'n' tensor 't': message", one line each.
 inline std::string describe(const std::vector<Diag> &Diags) {
   std::string S;
