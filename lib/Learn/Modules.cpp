@@ -274,8 +274,14 @@ SegmentSeq2SeqImpl::encode(const torch::Tensor &Seq) {
     torch::Tensor In = Seq.slice(0, Begin, End);
     if (!Batched)
       In = In.unsqueeze(1);
-    auto [Out, State] = Encoder->forward(In, std::make_tuple(H, C));
-    std::tie(H, C) = State;
+    torch::Tensor Out;
+    if (isFused()) {
+      Out = encodeFused(In, H, C);
+    } else {
+      auto [Result, State] = Encoder->forward(In, std::make_tuple(H, C));
+      Out = Result;
+      std::tie(H, C) = State;
+    }
     torch::Tensor Enc = Out.transpose(0, 1); // [B, Ls, 2H]
     // The decoder reads each position's own encoding, or with Self
     // attention the context it attends to.
@@ -290,10 +296,41 @@ SegmentSeq2SeqImpl::encode(const torch::Tensor &Seq) {
       E.Memory.push_back(Enc);
       E.Keys.push_back(Key->forward(Enc));
     }
+    if (Attention == AttentionKind::Before) {
+      // ContextGates has no bias: the gates of the weighted context are
+      // the weighted gates of the encodings.
+      E.MemoryGates.push_back(ContextGates->forward(Enc));
+    }
     E.H0.push_back((H[0] + H[1]).view({B, Hidden}));
     E.C0.push_back((C[0] + C[1]).view({B, Hidden}));
   }
   return E;
+}
+
+torch::Tensor SegmentSeq2SeqImpl::encodeFused(const torch::Tensor &In,
+                                              torch::Tensor &H,
+                                              torch::Tensor &C) {
+  // torch::nn::LSTM's parameters and gate order (i, f, g, o), run by the
+  // fused recurrence: the input products for every position at once, then
+  // the loop, forward over the segment and backward over its reverse.
+  auto P = Encoder->named_parameters();
+  std::vector<torch::Tensor> Outs, Hs, Cs;
+  for (int Dir = 0; Dir != 2; ++Dir) {
+    std::string Suffix = Dir ? "_l0_reverse" : "_l0";
+    torch::Tensor X = torch::matmul(In, P["weight_ih" + Suffix].t()) +
+                      P["bias_ih" + Suffix] + P["bias_hh" + Suffix];
+    if (Dir)
+      X = X.flip(0);
+    RecurrenceWeights W;
+    W.RecurrentT = P["weight_hh" + Suffix].t();
+    Recurrence R = runRecurrence(X, H[Dir], C[Dir], W);
+    Outs.push_back(Dir ? R.H.flip(0) : R.H);
+    Hs.push_back(R.H[-1]);
+    Cs.push_back(R.C);
+  }
+  H = torch::stack(Hs);
+  C = torch::stack(Cs);
+  return torch::cat(Outs, 2);
 }
 
 torch::Tensor SegmentSeq2SeqImpl::attend(const Encoding &E, size_t S,
@@ -374,9 +411,95 @@ torch::Tensor SegmentSeq2SeqImpl::step(const Encoding &E, size_t S,
   return torch::tanh(Combine->forward(torch::cat({H, Context}, 1)));
 }
 
+RecurrenceWeights SegmentSeq2SeqImpl::getRecurrenceWeights(const Encoding &E,
+                                                           size_t S) const {
+  RecurrenceWeights W;
+  W.RecurrentT = DecoderRecurrent.t();
+  if (Attention != AttentionKind::Self) {
+    W.QueryT = Query->weight.t();
+    W.Score = Score->weight.view({Hidden});
+    W.Keys = E.Keys[S];
+  }
+  if (Attention == AttentionKind::Before)
+    W.MemoryGates = E.MemoryGates[S];
+  return W;
+}
+
+torch::Tensor SegmentSeq2SeqImpl::combine(const Encoding &E, size_t S,
+                                          const torch::Tensor &H,
+                                          const torch::Tensor &A) {
+  const torch::Tensor &Memory = E.Memory[S];
+  torch::Tensor Context;
+  if (Memory.size(0) == 1)
+    Context = torch::matmul(A, Memory[0]);
+  else if (A.dim() == 2)
+    Context = torch::bmm(A.unsqueeze(1), Memory).squeeze(1);
+  else // [T, B, Ls] x [B, Ls, 2H], batched over B.
+    Context = torch::bmm(A.transpose(0, 1), Memory).transpose(0, 1);
+  return torch::tanh(Combine->forward(torch::cat({H, Context}, -1)));
+}
+
+torch::Tensor SegmentSeq2SeqImpl::followFused(const Encoding &E, size_t S,
+                                              const torch::Tensor &Prev,
+                                              const torch::Tensor &Actions) {
+  const torch::Tensor &Gates = E.InputGates[S];
+  int64_t Len = Gates.size(0), Batch = Actions.size(0);
+  // The device chosen one position before each position: [Len, Batch].
+  torch::Tensor Before =
+      torch::cat({Prev.unsqueeze(0), Actions.t().slice(0, 0, Len - 1)});
+  torch::Tensor X = (Gates.dim() == 2 ? Gates.unsqueeze(1) : Gates) +
+                    ActionGates.index_select(0, Before.reshape({-1}))
+                        .view({Len, Batch, 4 * Hidden});
+  Recurrence R = runRecurrence(X, E.H0[S].expand({Batch, Hidden}),
+                               E.C0[S].expand({Batch, Hidden}),
+                               getRecurrenceWeights(E, S));
+  return Attention == AttentionKind::After ? combine(E, S, R.H, R.A) : R.H;
+}
+
+void SegmentSeq2SeqImpl::draw(const torch::Tensor &Out, torch::Tensor &Prev,
+                              std::mt19937_64 &Rng, bool Greedy,
+                              std::vector<int64_t> &Chosen) {
+  int64_t Batch = Out.size(0);
+  // Drawn on the host, with dp's generator, wherever the model runs.
+  torch::Tensor Probs =
+      torch::softmax(logits(Out), 1).to(torch::kCPU).contiguous();
+  const float *P = Probs.data_ptr<float>();
+  std::vector<int64_t> Picked(Batch);
+  for (int64_t B = 0; B != Batch; ++B) {
+    int64_t D = sampleIndex(P + B * NumDevices, NumDevices, Rng, Greedy);
+    Picked[B] = D;
+    Chosen.push_back(D);
+  }
+  Prev = torch::tensor(Picked, torch::kLong).to(Prev.device());
+}
+
+torch::Tensor SegmentSeq2SeqImpl::chooseFused(const Encoding &E, size_t S,
+                                              torch::Tensor &Prev,
+                                              std::mt19937_64 &Rng, bool Greedy,
+                                              std::vector<int64_t> &Chosen) {
+  const torch::Tensor &Gates = E.InputGates[S];
+  int64_t Len = Gates.size(0), Batch = Prev.size(0);
+  RecurrenceStepper Steps(getRecurrenceWeights(E, S),
+                          E.H0[S].expand({Batch, Hidden}),
+                          E.C0[S].expand({Batch, Hidden}));
+  std::vector<torch::Tensor> States;
+  States.reserve(Len);
+  for (int64_t I = 0; I != Len; ++I) {
+    Steps.step(Gates[I] + ActionGates.index_select(0, Prev));
+    torch::Tensor Out = Attention == AttentionKind::After
+                            ? combine(E, S, Steps.hidden(), Steps.attention())
+                            : Steps.hidden().clone();
+    States.push_back(Out);
+    draw(Out, Prev, Rng, Greedy, Chosen);
+  }
+  return torch::stack(States);
+}
+
 torch::Tensor SegmentSeq2SeqImpl::follow(const Encoding &E, size_t S,
                                          const torch::Tensor &Prev,
                                          const torch::Tensor &Actions) {
+  if (isFused())
+    return followFused(E, S, Prev, Actions);
   const torch::Tensor &Gates = E.InputGates[S];
   int64_t Len = Gates.size(0), Batch = Actions.size(0);
   torch::Tensor RecurrentT = DecoderRecurrent.t();
@@ -395,6 +518,8 @@ torch::Tensor SegmentSeq2SeqImpl::choose(const Encoding &E, size_t S,
                                          torch::Tensor &Prev,
                                          std::mt19937_64 &Rng, bool Greedy,
                                          std::vector<int64_t> &Chosen) {
+  if (isFused())
+    return chooseFused(E, S, Prev, Rng, Greedy, Chosen);
   const torch::Tensor &Gates = E.InputGates[S];
   int64_t Len = Gates.size(0), Batch = Prev.size(0);
   torch::Tensor RecurrentT = DecoderRecurrent.t();
@@ -402,20 +527,10 @@ torch::Tensor SegmentSeq2SeqImpl::choose(const Encoding &E, size_t S,
   torch::Tensor C = E.C0[S].expand({Batch, Hidden});
   std::vector<torch::Tensor> States;
   States.reserve(Len);
-  std::vector<int64_t> Picked(Batch);
   for (int64_t I = 0; I != Len; ++I) {
     torch::Tensor Out = step(E, S, Gates[I], Prev, RecurrentT, H, C);
     States.push_back(Out);
-    // Drawn on the host, with dp's generator, wherever the model runs.
-    torch::Tensor Probs =
-        torch::softmax(logits(Out), 1).to(torch::kCPU).contiguous();
-    const float *P = Probs.data_ptr<float>();
-    for (int64_t B = 0; B != Batch; ++B) {
-      int64_t D = sampleIndex(P + B * NumDevices, NumDevices, Rng, Greedy);
-      Picked[B] = D;
-      Chosen.push_back(D);
-    }
-    Prev = torch::tensor(Picked, torch::kLong).to(Prev.device());
+    draw(Out, Prev, Rng, Greedy, Chosen);
   }
   return torch::stack(States);
 }

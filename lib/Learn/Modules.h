@@ -18,6 +18,7 @@
 #define DP_LIB_LEARN_MODULES_H
 
 #include "PolicySearch.h"
+#include "Recurrence.h"
 
 #include "llvm/ADT/STLFunctionalExtras.h"
 
@@ -118,6 +119,9 @@ public:
     /// [N, Ls, 2H] and their attention keys [N, Ls, H], N = 1 for one
     /// sequence, B for a batch of them.
     std::vector<torch::Tensor> Memory, Keys;
+    /// Before: the encodings as decoder gate inputs, [N, Ls, 4H] (the
+    /// context's gates are the attention-weighted sum of these rows).
+    std::vector<torch::Tensor> MemoryGates;
     /// The decoder's initial state, [1, H] each (batched: [B, H]).
     std::vector<torch::Tensor> H0, C0;
     int64_t Length = 0;
@@ -150,6 +154,13 @@ public:
 
   AttentionKind getAttention() const { return Attention; }
 
+  /// Whether the decoder runs its recurrence fused (Recurrence.h: one
+  /// autograd node per segment, the backward pass written out), as it does
+  /// on the host by default, or as one operator per step (the reference
+  /// form, and the only one on CUDA). Both compute the same function.
+  void setFused(bool Fused) { this->Fused = Fused; }
+  bool isFused() const { return Fused && device().is_cpu(); }
+
 private:
   /// One decoder step of segment \p S from (\p H, \p C), reading
   /// \p InputGates (the position's) and \p Prev ([B] int64, the devices
@@ -172,6 +183,30 @@ private:
                        std::mt19937_64 &Rng, bool Greedy,
                        std::vector<int64_t> &Chosen);
 
+  /// The encoder LSTM over segment input \p In [Ls, B, In] from state
+  /// (\p H, \p C) ([2, B, H] each), which it leaves as the final state:
+  /// its outputs [Ls, B, 2H], through Recurrence.h.
+  torch::Tensor encodeFused(const torch::Tensor &In, torch::Tensor &H,
+                            torch::Tensor &C);
+  /// follow() and choose() through Recurrence.h.
+  torch::Tensor followFused(const Encoding &E, size_t S,
+                            const torch::Tensor &Prev,
+                            const torch::Tensor &Actions);
+  torch::Tensor chooseFused(const Encoding &E, size_t S, torch::Tensor &Prev,
+                            std::mt19937_64 &Rng, bool Greedy,
+                            std::vector<int64_t> &Chosen);
+  /// The recurrence's weights for segment \p S.
+  RecurrenceWeights getRecurrenceWeights(const Encoding &E, size_t S) const;
+  /// With After attention: what the logits read, tanh(W [h; context]),
+  /// for states \p H [..., B, H] and attention weights \p A [..., B, Ls]
+  /// of segment \p S.
+  torch::Tensor combine(const Encoding &E, size_t S, const torch::Tensor &H,
+                        const torch::Tensor &A);
+  /// Draws a device per row of \p Out [B, H] (appended to \p Chosen);
+  /// \p Prev becomes the draws.
+  void draw(const torch::Tensor &Out, torch::Tensor &Prev, std::mt19937_64 &Rng,
+            bool Greedy, std::vector<int64_t> &Chosen);
+
   /// The decoder's first "previous device" for \p Batch sequences: the
   /// action-gate row that stands for none yet.
   torch::Tensor noDeviceYet(int64_t Batch) const;
@@ -181,6 +216,7 @@ private:
   int64_t Hidden, NumDevices, Segment;
   AttentionKind Attention;
   double Temperature = 1, TanhConstant = 0;
+  bool Fused = true;
   torch::nn::LSTM Encoder{nullptr};
   torch::nn::Linear Query{nullptr}, Key{nullptr};
   /// Before and After: the additive score's v; Before: the context's

@@ -1,0 +1,380 @@
+//===- Recurrence.cpp - The seq2seq decoder's LSTM loop, fused ------------===//
+//
+// Part of the dp project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Recurrence.h"
+
+#include <torch/autograd.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace dp {
+namespace learn {
+
+using torch::Tensor;
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+namespace {
+
+/// tanh(x) to within 2e-7 (absolute), as (1 - t) / (1 + t) with t =
+/// e^{-2|x|} = 2^n 2^f: n by rounding, 2^f on [-1/2, 1/2] by its Taylor
+/// polynomial of degree 6 in f ln 2 (remainder < 2e-7). Branch-free, so
+/// that the loops below vectorize; the attention's tanh is most of the
+/// placers' arithmetic, and libtorch's (SLEEF's 1-ulp tanh) costs four
+/// times as much.
+inline float tanhApprox(float X) {
+  float A = std::min(__builtin_fabsf(X), 9.0f); // tanh(9) = 1 - 3e-8
+  float Z = A * -2.88539008177792681f;          // -2 log2(e) |x|
+  const float Round = 12582912.0f;              // 1.5 * 2^23
+  float R = Z + Round, N = R - Round;
+  int32_t Exp =
+      __builtin_bit_cast(int32_t, R) - __builtin_bit_cast(int32_t, Round);
+  float U = (Z - N) * 0.693147180559945309f;
+  float P =
+      1 +
+      U * (1 + U * (1.0f / 2 +
+                    U * (1.0f / 6 + U * (1.0f / 24 + U * (1.0f / 120 +
+                                                          U * (1.0f / 720))))));
+  float T =
+      __builtin_bit_cast(float, __builtin_bit_cast(int32_t, P) + (Exp << 23));
+  float Y = (1 - T) / (1 + T);
+  return __builtin_bit_cast(
+      float, __builtin_bit_cast(uint32_t, Y) |
+                 (__builtin_bit_cast(uint32_t, X) & 0x80000000u));
+}
+
+/// The additive scores S[b, j] = v . tanh(K[b, j] + Q[b]) of B queries
+/// [B, H] over keys [N, Ls, H] (N = 1: shared).
+__attribute__((target_clones("arch=x86-64-v3", "default"))) void
+scoreKeys(const float *K, const float *Q, const float *V, float *S, int64_t B,
+          int64_t N, int64_t Ls, int64_t H) {
+  for (int64_t I = 0; I != B; ++I) {
+    const float *Kb = K + (N == 1 ? 0 : I * Ls * H), *Qb = Q + I * H;
+    for (int64_t J = 0; J != Ls; ++J) {
+      const float *Kj = Kb + J * H;
+      float Acc = 0;
+#pragma omp simd reduction(+ : Acc)
+      for (int64_t L = 0; L < H; ++L)
+        Acc += V[L] * tanhApprox(Kj[L] + Qb[L]);
+      S[I * Ls + J] = Acc;
+    }
+  }
+}
+
+/// scoreKeys() backward from the scores' gradients \p DS [B, Ls]: adds to
+/// \p DV [H] and \p DK [N, Ls, H]; sets \p DQ [B, H]. Recomputes the tanh.
+__attribute__((target_clones("arch=x86-64-v3", "default"))) void
+scoreKeysBackward(const float *K, const float *Q, const float *V,
+                  const float *DS, float *DV, float *DK, float *DQ, int64_t B,
+                  int64_t N, int64_t Ls, int64_t H) {
+  for (int64_t I = 0; I != B; ++I) {
+    const float *Kb = K + (N == 1 ? 0 : I * Ls * H), *Qb = Q + I * H;
+    float *DKb = DK + (N == 1 ? 0 : I * Ls * H), *DQb = DQ + I * H;
+    std::fill(DQb, DQb + H, 0.0f);
+    for (int64_t J = 0; J != Ls; ++J) {
+      const float *Kj = Kb + J * H;
+      float *DKj = DKb + J * H, D = DS[I * Ls + J];
+#pragma omp simd
+      for (int64_t L = 0; L < H; ++L) {
+        float E = tanhApprox(Kj[L] + Qb[L]);
+        float P = D * V[L] * (1 - E * E);
+        DV[L] += D * E;
+        DKj[L] += P;
+        DQb[L] += P;
+      }
+    }
+  }
+}
+
+/// The attention weights of one step: Q = h W_q^T [B, H], A = softmax(v .
+/// tanh(keys + Q)) [B, Ls].
+void attend(const RecurrenceWeights &W, const Tensor &Hp, Tensor &Q,
+            Tensor &A) {
+  int64_t B = Hp.size(0), Ls = W.Keys.size(1), H = Hp.size(1);
+  at::mm_out(Q, Hp, W.QueryT);
+  scoreKeys(W.Keys.data_ptr<float>(), Q.data_ptr<float>(),
+            W.Score.data_ptr<float>(), A.data_ptr<float>(), B, W.Keys.size(0),
+            Ls, H);
+  float *P = A.data_ptr<float>();
+  for (int64_t I = 0; I != B; ++I, P += Ls) {
+    float Max = *std::max_element(P, P + Ls), Sum = 0;
+    for (int64_t J = 0; J != Ls; ++J)
+      Sum += P[J] = std::exp(P[J] - Max);
+    for (int64_t J = 0; J != Ls; ++J)
+      P[J] /= Sum;
+  }
+}
+
+/// G [B, 4H] += A [B, Ls] times the memory gates [N, Ls, 4H].
+void addWeightedMemory(Tensor &G, const Tensor &A, const Tensor &Memory) {
+  if (Memory.size(0) == 1)
+    G.addmm_(A, Memory[0]);
+  else
+    G.unsqueeze(1).baddbmm_(A.unsqueeze(1), Memory);
+}
+
+/// One forward step from (Hp, Cp) with gate inputs X: G ends holding the
+/// activated gates (i, f, g, o), then C, tanh(C) and H.
+void forwardStep(const RecurrenceWeights &W, const Tensor &X, const Tensor &Hp,
+                 const Tensor &Cp, Tensor &G, Tensor &C, Tensor &TC, Tensor &H,
+                 Tensor &Q, Tensor &A) {
+  int64_t B = Hp.size(0), Hd = Hp.size(1);
+  at::addmm_out(G, X, Hp, W.RecurrentT);
+  if (W.hasAttention()) {
+    attend(W, Hp, Q, A);
+    if (W.MemoryGates.defined())
+      addWeightedMemory(G, A, W.MemoryGates);
+  }
+  G.narrow(1, 0, 2 * Hd).sigmoid_();
+  G.narrow(1, 2 * Hd, Hd).tanh_();
+  G.narrow(1, 3 * Hd, Hd).sigmoid_();
+  const float *Gp = G.data_ptr<float>(), *Cpp = Cp.data_ptr<float>();
+  float *Cn = C.data_ptr<float>();
+  for (int64_t I = 0; I != B; ++I) {
+    const float *Gi = Gp + I * 4 * Hd;
+    for (int64_t K = 0; K != Hd; ++K)
+      Cn[I * Hd + K] = Gi[Hd + K] * Cpp[I * Hd + K] + Gi[K] * Gi[2 * Hd + K];
+  }
+  at::tanh_out(TC, C);
+  const float *T = TC.data_ptr<float>();
+  float *Hn = H.data_ptr<float>();
+  for (int64_t I = 0; I != B; ++I)
+    for (int64_t K = 0; K != Hd; ++K)
+      Hn[I * Hd + K] = Gp[I * 4 * Hd + 3 * Hd + K] * T[I * Hd + K];
+}
+
+RecurrenceWeights makeWeights(const Tensor &RecurrentT, const Tensor &QueryT,
+                              const Tensor &Score, const Tensor &Keys,
+                              const Tensor &MemoryGates) {
+  RecurrenceWeights W;
+  W.RecurrentT = RecurrentT.contiguous();
+  if (QueryT.numel()) {
+    W.QueryT = QueryT.contiguous();
+    W.Score = Score.contiguous();
+    W.Keys = Keys.contiguous();
+    if (MemoryGates.numel())
+      W.MemoryGates = MemoryGates.contiguous();
+  }
+  return W;
+}
+
+/// The recurrence as one autograd node. Absent inputs (no attention, no
+/// memory gates) are empty tensors.
+class RecurrenceFunction
+    : public torch::autograd::Function<RecurrenceFunction> {
+public:
+  static variable_list forward(AutogradContext *Ctx, Tensor X, Tensor H0,
+                               Tensor C0, Tensor RecurrentT, Tensor QueryT,
+                               Tensor Score, Tensor Keys, Tensor MemoryGates) {
+    RecurrenceWeights W =
+        makeWeights(RecurrentT, QueryT, Score, Keys, MemoryGates);
+    X = X.contiguous();
+    H0 = H0.contiguous();
+    C0 = C0.contiguous();
+    int64_t T = X.size(0), B = X.size(1), Hd = H0.size(1);
+    int64_t Ls = W.hasAttention() ? W.Keys.size(1) : 0;
+    auto Opts = X.options();
+    Tensor G = torch::empty({T, B, 4 * Hd}, Opts);
+    Tensor C = torch::empty({T, B, Hd}, Opts);
+    Tensor TC = torch::empty({T, B, Hd}, Opts);
+    Tensor Hs = torch::empty({T, B, Hd}, Opts);
+    Tensor Q = torch::empty({T, B, Ls ? Hd : 0}, Opts);
+    Tensor A = torch::empty({T, B, Ls}, Opts);
+    for (int64_t I = 0; I != T; ++I) {
+      Tensor Gi = G[I], Ci = C[I], TCi = TC[I], Hi = Hs[I], Qi = Q[I],
+             Ai = A[I];
+      forwardStep(W, X[I], I ? Hs[I - 1] : H0, I ? C[I - 1] : C0, Gi, Ci, TCi,
+                  Hi, Qi, Ai);
+    }
+    Ctx->save_for_backward({Hs, A});
+    Ctx->saved_data["in"] = std::vector<Tensor>{
+        H0, C0, W.RecurrentT, W.QueryT, W.Score, W.Keys, W.MemoryGates};
+    Ctx->saved_data["tape"] = std::vector<Tensor>{G, C, TC, Q};
+    if (!Ls)
+      Ctx->mark_non_differentiable({A});
+    return {Hs, A, C[T - 1].clone()};
+  }
+
+  static variable_list backward(AutogradContext *Ctx, variable_list Grads);
+};
+
+variable_list RecurrenceFunction::backward(AutogradContext *Ctx,
+                                           variable_list Grads) {
+  variable_list Saved = Ctx->get_saved_variables();
+  Tensor Hs = Saved[0], A = Saved[1];
+  std::vector<Tensor> In = Ctx->saved_data["in"].toTensorVector();
+  std::vector<Tensor> Tape = Ctx->saved_data["tape"].toTensorVector();
+  const Tensor &H0 = In[0], &C0 = In[1], &RecT = In[2];
+  RecurrenceWeights W;
+  W.RecurrentT = RecT;
+  W.QueryT = In[3];
+  W.Score = In[4];
+  W.Keys = In[5];
+  W.MemoryGates = In[6];
+  const Tensor &G = Tape[0], &C = Tape[1], &TC = Tape[2], &Q = Tape[3];
+  int64_t T = Hs.size(0), B = Hs.size(1), Hd = Hs.size(2);
+  bool Attention = W.hasAttention();
+  int64_t Ls = Attention ? W.Keys.size(1) : 0;
+  auto Opts = Hs.options();
+
+  Tensor DHs =
+      Grads[0].defined() ? Grads[0].contiguous() : torch::zeros_like(Hs);
+  Tensor DA =
+      Attention && Grads[1].defined() ? Grads[1].contiguous() : Tensor();
+  Tensor DX = torch::empty({T, B, 4 * Hd}, Opts);
+  // The weights' gradients are sums over the steps of products with the
+  // step's input state: one product of [T B]-row matrices after the loop,
+  // not T small ones inside it.
+  Tensor DScore, DKeys, Da, DQs;
+  if (Attention) {
+    DScore = torch::zeros_like(W.Score);
+    DKeys = torch::zeros_like(W.Keys);
+    Da = torch::empty({B, Ls}, Opts);
+    DQs = torch::empty({T, B, Hd}, Opts);
+  }
+  // The gradients reaching h_t and c_t from later steps.
+  Tensor Dh = torch::zeros({B, Hd}, Opts);
+  Tensor Dc =
+      Grads[2].defined() ? Grads[2].clone() : torch::zeros({B, Hd}, Opts);
+  Tensor DhPrev = torch::empty({B, Hd}, Opts);
+  for (int64_t I = T - 1; I >= 0; --I) {
+    Dh.add_(DHs[I]);
+    const Tensor &Cp = I ? C[I - 1] : C0;
+    Tensor DG = DX[I];
+    {
+      const float *Gp = G[I].data_ptr<float>(), *Tp = TC[I].data_ptr<float>(),
+                  *Cpp = Cp.data_ptr<float>();
+      float *Dhp = Dh.data_ptr<float>(), *Dcp = Dc.data_ptr<float>(),
+            *DGp = DG.data_ptr<float>();
+      for (int64_t J = 0; J != B; ++J) {
+        const float *Gj = Gp + J * 4 * Hd;
+        float *DGj = DGp + J * 4 * Hd;
+        for (int64_t K = 0; K != Hd; ++K) {
+          float Ig = Gj[K], Fg = Gj[Hd + K], Gg = Gj[2 * Hd + K],
+                Og = Gj[3 * Hd + K], Tc = Tp[J * Hd + K], DH = Dhp[J * Hd + K];
+          float DC = Dcp[J * Hd + K] + DH * Og * (1 - Tc * Tc);
+          DGj[K] = DC * Gg * Ig * (1 - Ig);
+          DGj[Hd + K] = DC * Cpp[J * Hd + K] * Fg * (1 - Fg);
+          DGj[2 * Hd + K] = DC * Ig * (1 - Gg * Gg);
+          DGj[3 * Hd + K] = DH * Tc * Og * (1 - Og);
+          Dcp[J * Hd + K] = DC * Fg;
+        }
+      }
+    }
+    at::mm_out(DhPrev, DG, RecT.t());
+    if (Attention) {
+      Tensor Ai = A[I];
+      if (DA.defined())
+        Da.copy_(DA[I]);
+      else
+        Da.zero_();
+      if (W.MemoryGates.defined()) {
+        if (W.MemoryGates.size(0) == 1) {
+          Da.addmm_(DG, W.MemoryGates[0].t());
+        } else {
+          Da.unsqueeze(1).baddbmm_(DG.unsqueeze(1),
+                                   W.MemoryGates.transpose(1, 2));
+        }
+      }
+      // Through the softmax: ds_j = a_j (da_j - sum_k a_k da_k), into Da.
+      const float *Ap = Ai.data_ptr<float>();
+      float *Dap = Da.data_ptr<float>();
+      for (int64_t J = 0; J != B; ++J) {
+        float Dot = 0;
+        for (int64_t K = 0; K != Ls; ++K)
+          Dot += Ap[J * Ls + K] * Dap[J * Ls + K];
+        for (int64_t K = 0; K != Ls; ++K)
+          Dap[J * Ls + K] = Ap[J * Ls + K] * (Dap[J * Ls + K] - Dot);
+      }
+      scoreKeysBackward(W.Keys.data_ptr<float>(), Q[I].data_ptr<float>(),
+                        W.Score.data_ptr<float>(), Dap,
+                        DScore.data_ptr<float>(), DKeys.data_ptr<float>(),
+                        DQs[I].data_ptr<float>(), B, W.Keys.size(0), Ls, Hd);
+      DhPrev.addmm_(DQs[I], W.QueryT.t());
+    }
+    std::swap(Dh, DhPrev);
+  }
+  // The input state of every step, [T B, H].
+  Tensor Inputs =
+      torch::cat({H0.unsqueeze(0), Hs.slice(0, 0, T - 1)}).view({T * B, Hd});
+  Tensor DRec = torch::mm(Inputs.t(), DX.view({T * B, 4 * Hd}));
+  Tensor DQuery, DMemory;
+  if (Attention)
+    DQuery = torch::mm(Inputs.t(), DQs.view({T * B, Hd}));
+  if (W.MemoryGates.defined()) {
+    if (W.MemoryGates.size(0) == 1)
+      DMemory = torch::mm(A.view({T * B, Ls}).t(), DX.view({T * B, 4 * Hd}))
+                    .unsqueeze(0);
+    else // Per placement b: [Ls, T] x [T, 4H].
+      DMemory = torch::bmm(A.permute({1, 2, 0}), DX.transpose(0, 1));
+  }
+  return {DX, Dh, Dc, DRec, DQuery, DScore, DKeys, DMemory};
+}
+
+} // namespace
+
+Recurrence runRecurrence(const Tensor &X, const Tensor &H0, const Tensor &C0,
+                         const RecurrenceWeights &W) {
+  Tensor None = torch::empty({0}, X.options());
+  auto Or = [&](const Tensor &T) { return T.defined() ? T : None; };
+  variable_list Out =
+      RecurrenceFunction::apply(X, H0, C0, W.RecurrentT, Or(W.QueryT),
+                                Or(W.Score), Or(W.Keys), Or(W.MemoryGates));
+  return {Out[0], Out[1], Out[2]};
+}
+
+RecurrenceStepper::RecurrenceStepper(const RecurrenceWeights &Weights,
+                                     const Tensor &H0, const Tensor &C0)
+    : W(Weights) {
+  W.RecurrentT = W.RecurrentT.contiguous();
+  if (W.hasAttention()) {
+    W.QueryT = W.QueryT.contiguous();
+    W.Score = W.Score.contiguous();
+    W.Keys = W.Keys.contiguous();
+    if (W.MemoryGates.defined())
+      W.MemoryGates = W.MemoryGates.contiguous();
+  }
+  H = H0.contiguous().clone();
+  C = C0.contiguous().clone();
+  int64_t B = H.size(0), Hd = H.size(1);
+  int64_t Ls = W.hasAttention() ? W.Keys.size(1) : 0;
+  auto Opts = H.options();
+  G = torch::empty({B, 4 * Hd}, Opts);
+  TC = torch::empty({B, Hd}, Opts);
+  Q = torch::empty({B, Ls ? Hd : 0}, Opts);
+  A = torch::empty({B, Ls}, Opts);
+  NextH = torch::empty({B, Hd}, Opts);
+  NextC = torch::empty({B, Hd}, Opts);
+}
+
+void RecurrenceStepper::step(const Tensor &X) {
+  forwardStep(W, X.contiguous(), H, C, G, NextC, TC, NextH, Q, A);
+  std::swap(H, NextH);
+  std::swap(C, NextC);
+}
+
+RecurrenceFlops countRecurrenceFlops(int64_t B, int64_t H, int64_t Ls,
+                                     bool MemoryGates) {
+  double Rec = 2.0 * H * 4 * H;                      // h W_hh^T
+  double Lstm = 4.0 * H + 6.0 * H;                   // 5 activations, C, H
+  double Fwd = Rec + Lstm, Bwd = 2 * Rec + 16.0 * H; // dW_hh, dh; gates
+  if (Ls) {
+    double Attend = 2.0 * H * H + 2.0 * Ls * H + 2.0 * Ls * H + 4.0 * Ls;
+    Fwd += Attend;
+    // The recomputed add and tanh, dv, dE, dkeys, dq, dW_q, dh.
+    Bwd += 2.0 * Ls * H + 2.0 * Ls * H + 3.0 * Ls * H + 2.0 * Ls * H +
+           4.0 * H * H + 4.0 * Ls;
+    if (MemoryGates) {
+      Fwd += 2.0 * Ls * 4 * H;
+      Bwd += 2 * 2.0 * Ls * 4 * H;
+    }
+  }
+  return {B * Fwd, B * Bwd};
+}
+
+} // namespace learn
+} // namespace dp
