@@ -30,9 +30,13 @@ public:
         continue;
       bool Median =
           R.run_type == Run::RT_Aggregate && R.aggregate_name == "median";
-      if (R.run_type == Run::RT_Iteration || Median)
-        Seconds[R.run_name.function_name] =
-            R.real_accumulated_time / double(R.iterations);
+      if (R.run_type != Run::RT_Iteration && !Median)
+        continue;
+      // The function's name, then its arguments: "BM_F/0/1".
+      std::string Name = R.run_name.function_name;
+      if (!R.run_name.args.empty())
+        Name += "/" + R.run_name.args;
+      Seconds[Name] = R.real_accumulated_time / double(R.iterations);
     }
   }
 

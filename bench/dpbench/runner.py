@@ -64,6 +64,7 @@ class Tools:
         self.dp_opt = os.path.join(build, "bin", "dp-opt")
         self.bench_import = os.path.join(build, "bin", "dp-bench-import")
         self.bench_sim = os.path.join(build, "bin", "dp-bench-sim")
+        self.bench_learn = os.path.join(build, "bin", "dp-bench-learn")
         if not os.path.exists(self.dp_opt):
             fail("no %s (build dp-opt first, or pass --build)" % self.dp_opt)
 

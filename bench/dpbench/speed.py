@@ -88,6 +88,30 @@ def simulator_speed(tools, cfg, m):
               "BERT-Base training step on p100x4")
 
 
+def network_speed(tools, cfg, m):
+    """dp-bench-learn: the seq2seq network at Mars's shapes, fused and as
+    one operator per step, and its GFLOP/s against a matrix product's."""
+    r = run([tools.bench_learn,
+             "--benchmark_min_time=%g" % cfg["bench_min_time"],
+             "--benchmark_repetitions=%d" % cfg["bench_reps"],
+             "--benchmark_report_aggregates_only=true"])
+    peak = re.search(r"1024\^3 matrix product: ([\d.]+) GFLOP/s", r.stdout)
+    if not peak:
+        m.add("network", "dp-bench-learn", "failed", "", r.stderr[-200:])
+        return
+    m.add("network", "1024^3 matrix product", peak.group(1), "GFLOP/s",
+          "one thread: the core's limit")
+    for x in re.finditer(r"(sample|update) attention=(\w+)\s+\(\s*(\d+) "
+                         r"placements\): fused\s+([\d.]+) ms, operators\s+"
+                         r"([\d.]+) ms, ([\d.]+)x; fused ([\d.]+) GFLOP/s, "
+                         r"(\d+) %", r.stdout):
+        what = "%s, attention=%s (%s placements)" % x.group(1, 2, 3)
+        m.add("network", what + ": fused / operators", x.group(6), "x",
+              "%s ms against %s ms, one run" % (x.group(4), x.group(5)))
+        m.add("network", what + ": fused GFLOP/s", x.group(7), "GFLOP/s",
+              "%s %% of the matrix product's" % x.group(8))
+
+
 def learned_speed(tools, prep, cfg, workdir, st, m):
     """Samples/s and update time from the curves of the quality runs
     (p100x4, seed 1), or short runs of their own."""
@@ -177,6 +201,8 @@ def part_speed(tools, prep, cfg, command, workdir):
         import_speed(tools, cfg, m)
     if os.path.exists(tools.bench_sim):
         simulator_speed(tools, cfg, m)
+    if os.path.exists(tools.bench_learn):
+        network_speed(tools, cfg, m)
     st = cells(read_csv(QUALITY_CSV))
     learned_speed(tools, prep, cfg, workdir, st, m)
     cost_speed(tools, workdir, m)

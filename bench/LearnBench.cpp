@@ -1,0 +1,152 @@
+//===- LearnBench.cpp - The seq2seq placers' network, fused or not -------===//
+//
+// Part of the dp project.
+//
+//===----------------------------------------------------------------------===//
+///
+/// \file
+/// Times the segment seq2seq network that Mars, ColocRL, the Hierarchical
+/// Planner and EAGLE share (lib/Learn/Modules.h) at Mars's shapes in
+/// bench/run.py (256 units, hidden 128, segments of 128, 5 devices, one
+/// thread): drawing a batch of 20 placements, and one PPO mini-batch (the
+/// log-probabilities of 5 placements and their gradients), with the
+/// recurrence fused (Recurrence.h) and as one operator per step, for each
+/// attention. Prints the ratio of the two, measured side by side in this
+/// run, and the fused form's GFLOP/s against a 1024^3 matrix product's on
+/// the same thread: how far the placers are from what the core can do.
+///
+//===----------------------------------------------------------------------===//
+
+#include "BenchReporter.h"
+#include "Modules.h"
+#include "Recurrence.h"
+
+#include <torch/torch.h>
+
+#include <cstdio>
+#include <random>
+#include <string>
+
+using namespace dp;
+using namespace dp::learn;
+
+namespace {
+
+constexpr int64_t Units = 256, In = 256, Hidden = 128, Segment = 128,
+                  Devices = 5, SampleBatch = 20, UpdateBatch = 5;
+
+const AttentionKind Kinds[] = {AttentionKind::Before, AttentionKind::After,
+                               AttentionKind::Self};
+const char *const KindNames[] = {"before", "after", "self"};
+
+SegmentSeq2Seq makeNet(int64_t Kind, bool Fused) {
+  torch::manual_seed(1);
+  SegmentSeq2Seq Net(In, Hidden, Devices, Segment, Kinds[Kind]);
+  Net->setFused(Fused);
+  return Net;
+}
+
+void BM_Sample(benchmark::State &State) {
+  SegmentSeq2Seq Net = makeNet(State.range(0), State.range(1));
+  torch::Tensor Seq = torch::randn({Units, In});
+  std::mt19937_64 Rng(1);
+  for (auto _ : State) {
+    torch::NoGradGuard NoGrad;
+    benchmark::DoNotOptimize(Net->sample(Net->encode(Seq), SampleBatch, Rng));
+  }
+}
+
+void BM_Update(benchmark::State &State) {
+  SegmentSeq2Seq Net = makeNet(State.range(0), State.range(1));
+  torch::Tensor Seq = torch::randn({Units, In});
+  torch::Tensor Actions =
+      torch::randint(0, Devices, {UpdateBatch, Units}, torch::kLong);
+  for (auto _ : State) {
+    Net->zero_grad();
+    auto [Logp, Entropy] = Net->evaluate(Net->encode(Seq), Actions);
+    (Logp.mean() + 0.001 * Entropy.mean()).backward();
+  }
+}
+
+void BM_Matmul(benchmark::State &State) {
+  torch::Tensor A = torch::randn({1024, 1024}), B = torch::randn({1024, 1024});
+  for (auto _ : State)
+    benchmark::DoNotOptimize(torch::mm(A, B));
+}
+
+/// Floating-point work of encoding the sequence and running the decoder
+/// over it for \p Batch placements, forward (and with \p Backward, the
+/// backward pass too: twice the forward's products).
+double countFlops(int64_t Kind, int64_t Batch, bool Backward) {
+  bool Decoder = Kinds[Kind] != AttentionKind::Self;
+  bool Gates = Kinds[Kind] == AttentionKind::Before;
+  double Products = 2.0 * Units * In * 4 * Hidden * 2         // encoder inputs
+                    + 2.0 * Units * 2 * Hidden * 4 * Hidden   // decoder inputs
+                    + 2.0 * Units * Batch * Hidden * Devices; // logits
+  if (Decoder)
+    Products += 2.0 * Units * 2 * Hidden * Hidden; // keys
+  if (Gates)
+    Products += 2.0 * Units * 2 * Hidden * 4 * Hidden; // memory gates
+  if (Kinds[Kind] == AttentionKind::After)
+    Products +=
+        2.0 * Units * Batch * (Segment * 2 * Hidden + 3 * Hidden * Hidden);
+  if (Kinds[Kind] == AttentionKind::Self)
+    Products +=
+        2.0 * Units * (2 * 2 * Hidden * Hidden + 2 * Segment * 2 * Hidden);
+  RecurrenceFlops Enc = countRecurrenceFlops(1, Hidden, 0, false);
+  RecurrenceFlops Dec =
+      countRecurrenceFlops(Batch, Hidden, Decoder ? Segment : 0, Gates);
+  double Forward = Products + Units * (2 * Enc.Forward + Dec.Forward);
+  if (!Backward)
+    return Forward;
+  return Forward + 2 * Products + Units * (2 * Enc.Backward + Dec.Backward);
+}
+
+class RatioReporter : public SecondsReporter {
+public:
+  void Finalize() override {
+    ConsoleReporter::Finalize();
+    const double *Mm = seconds("BM_Matmul");
+    double Peak = Mm ? 2.0 * 1024 * 1024 * 1024 / *Mm / 1e9 : 0;
+    std::printf("\n1024^3 matrix product: %.1f GFLOP/s on one thread\n", Peak);
+    std::printf("Mars's shapes: %lld units, hidden %lld, segments of %lld, "
+                "%lld devices\n",
+                (long long)Units, (long long)Hidden, (long long)Segment,
+                (long long)Devices);
+    for (const char *What : {"Sample", "Update"}) {
+      bool Update = What[0] == 'U';
+      int64_t Batch = Update ? UpdateBatch : SampleBatch;
+      for (int64_t Kind = 0; Kind != 3; ++Kind) {
+        std::string Base =
+            std::string("BM_") + What + "/" + std::to_string(Kind) + "/";
+        const double *Fused = seconds(Base + "1"), *Ops = seconds(Base + "0");
+        if (!Fused || !Ops)
+          continue;
+        double GFlops = countFlops(Kind, Batch, Update) / *Fused / 1e9;
+        std::printf("%-6s attention=%-6s (%2lld placements): fused %8.2f ms, "
+                    "operators %8.2f ms, %.2fx; fused %.1f GFLOP/s, %.0f %% "
+                    "of the matrix product's\n",
+                    Update ? "update" : "sample", KindNames[Kind],
+                    (long long)Batch, *Fused * 1e3, *Ops * 1e3, *Ops / *Fused,
+                    GFlops, Peak ? 100 * GFlops / Peak : 0.0);
+      }
+    }
+  }
+};
+
+} // namespace
+
+int main(int argc, char **argv) {
+  benchmark::Initialize(&argc, argv);
+  setUpTorch(/*Threads=*/1, /*Seed=*/1);
+  for (const char *What : {"BM_Sample", "BM_Update"})
+    benchmark::RegisterBenchmark(What, What[3] == 'S' ? BM_Sample : BM_Update)
+        ->ArgsProduct({{0, 1, 2}, {0, 1}})
+        ->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("BM_Matmul", BM_Matmul)
+      ->Unit(benchmark::kMillisecond);
+  RatioReporter Reporter;
+  benchmark::RunSpecifiedBenchmarks(&Reporter);
+  benchmark::Shutdown();
+  return 0;
+}
