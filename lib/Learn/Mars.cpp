@@ -102,14 +102,18 @@ Expected<SearchResult> searchMars(const LearnTask &T, const SearchOptions &S,
       return std::move(E);
   }
   Policy->to(*Device);
-  if (!Loaded && Pretrain) {
-    pretrainDGI(Policy->Encoder, X, Adj, Pretrain, /*LearningRate=*/1e-3, Rng);
-  }
-
   SearchOptions Budget = S;
   if (Loaded)
     Budget.Samples = S.FinetuneSamples ? S.FinetuneSamples : SamplesPerPolicy;
+  // The clock of seconds= starts here: pre-training counts, and stops at
+  // half of the budget so that the other half is left to the search.
   PolicySearch Search(T, Budget, Name, DefaultSamples);
+  if (!Loaded && Pretrain) {
+    pretrainDGI(
+        Policy->Encoder, X, Adj, Pretrain, /*LearningRate=*/1e-3, Rng,
+        [&] { return S.Seconds > 0 && Search.elapsed() >= S.Seconds / 2; });
+  }
+
   auto Encode = [&] {
     return Policy->Placer->encode(
         Policy->Encoder->forward(X, Adj).index_select(0, Order));

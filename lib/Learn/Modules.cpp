@@ -143,7 +143,8 @@ static torch::Tensor randomPermutation(int64_t N, std::mt19937_64 &Rng) {
 
 std::vector<double> pretrainDGI(GCNEncoder &Enc, const torch::Tensor &X,
                                 const torch::Tensor &Adj, unsigned Iterations,
-                                double LearningRate, std::mt19937_64 &Rng) {
+                                double LearningRate, std::mt19937_64 &Rng,
+                                const std::function<bool()> &Stop) {
   int64_t H = Enc->getHidden(), U = X.size(0);
   // The bilinear discriminator h^T W s (+ b), as products: libtorch's
   // Bilinear module materializes a [U, H, H] intermediate.
@@ -161,7 +162,7 @@ std::vector<double> pretrainDGI(GCNEncoder &Enc, const torch::Tensor &X,
   std::vector<double> Losses;
   double Best = std::numeric_limits<double>::infinity();
   std::vector<torch::Tensor> BestParams;
-  for (unsigned It = 0; It != Iterations; ++It) {
+  for (unsigned It = 0; It != Iterations && !(Stop && Stop()); ++It) {
     torch::Tensor Pos = Enc->forward(X, Adj);
     torch::Tensor Neg =
         Enc->forward(X.index_select(0, randomPermutation(U, Rng).to(X.device())),

@@ -72,10 +72,12 @@ TORCH_MODULE(GCNEncoder);
 /// permuting the rows of \p X, readout sigmoid(mean), bilinear
 /// discriminator, binary cross-entropy; Adam at \p LearningRate. Leaves
 /// \p Enc with the parameters of the lowest loss and returns the loss of
-/// every iteration.
+/// every iteration. Stops early, before an iteration, when \p Stop (if
+/// given) says so.
 std::vector<double> pretrainDGI(GCNEncoder &Enc, const torch::Tensor &X,
                                 const torch::Tensor &Adj, unsigned Iterations,
-                                double LearningRate, std::mt19937_64 &Rng);
+                                double LearningRate, std::mt19937_64 &Rng,
+                                const std::function<bool()> &Stop = nullptr);
 
 /// Where the seq2seq decoder attends, and with what query (EAGLE's paper,
 /// section 3 and Fig. 4, names the two forms of Bahdanau et al.'s additive

@@ -122,6 +122,23 @@ TEST(MarsTest, PPOReachesTheOptimumOfASmallProblem) {
   EXPECT_GE(Optimal, 2u);
 }
 
+TEST(MarsTest, PretrainingCountsInTheTimeBudget) {
+  // A billion DGI iterations would run for days: pre-training must stop
+  // at half of seconds= and leave the rest to the search, whose curve
+  // starts after the pre-training's time.
+  LearnTask T = Chain12.task();
+  SearchOptions S = seededBudget(1, 0);
+  S.Seconds = 1;
+  auto Opts = smallMars();
+  for (auto &[Key, Value] : Opts)
+    if (Key == "pretrain")
+      Value = "1000000000";
+  llvm::Expected<SearchResult> R = searchMars(T, S, Opts);
+  ASSERT_TRUE(bool(R)) << llvm::toString(R.takeError());
+  ASSERT_FALSE(R->Curve.empty());
+  EXPECT_GE(R->Curve.front().Seconds, 0.5);
+}
+
 TEST(MarsTest, AFixedSeedGivesTheSamePlacement) {
   LearnTask T = Chain12.task();
   SearchOptions S = seededBudget(11, 60);
