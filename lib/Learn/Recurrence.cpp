@@ -319,6 +319,10 @@ variable_list RecurrenceFunction::backward(AutogradContext *Ctx,
 
 Recurrence runRecurrence(const Tensor &X, const Tensor &H0, const Tensor &C0,
                          const RecurrenceWeights &W) {
+  // Its loops read the tensors' memory directly: float32 on the host
+  // (SegmentSeq2SeqImpl::isFused()).
+  TORCH_CHECK(X.device().is_cpu() && X.scalar_type() == torch::kFloat,
+              "runRecurrence: float32 tensors on the host only");
   Tensor None = torch::empty({0}, X.options());
   auto Or = [&](const Tensor &T) { return T.defined() ? T : None; };
   variable_list Out =
