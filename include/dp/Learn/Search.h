@@ -110,8 +110,10 @@ struct SearchOptions {
   /// places zero-shot with the loaded policy (its greedy placement and a
   /// few samples).
   uint64_t FinetuneSamples = 0;
-  /// Threads for libtorch (0: every core).
-  unsigned Threads = 0;
+  /// Threads for libtorch (0: every core). One by default: the placers'
+  /// products are too small to split, and on this project's 2-core
+  /// machine two threads made Mars 2.7x and Placeto 2x slower.
+  unsigned Threads = 1;
 };
 
 struct SearchResult {
