@@ -9,7 +9,7 @@
 // [...]. This step is repeated until the graph size reaches a desired value
 // or alternatively until there are no more nodes with cost below a certain
 // threshold." Here the nodes are groups (starting from the colocate-hint
-// classes), the cost is compute time on the fastest device type, and the
+// classes, or from given groups such as a placement problem's units), the cost is compute time on the fastest device type, and the
 // neighbour is the predecessor sending the group the most bytes, else the
 // successor receiving the most, else the group just before it in graph
 // order. A heap of (cost, first op) finds the cheapest group; neighbour
@@ -68,9 +68,9 @@ static uint32_t pickHeaviest(const DenseMap<uint32_t, uint64_t> &Adj,
 }
 
 Grouping groupByMerge(const Graph &G, ArrayRef<double> Costs, unsigned Groups,
-                      double Threshold) {
+                      double Threshold, const Grouping *Start) {
   assert(Groups > 0 && "merge needs a group count");
-  Grouping Hints = getHintClasses(G);
+  Grouping Hints = Start ? *Start : getHintClasses(G);
   unsigned N = Hints.NumGroups;
   unsigned NumOps = G.getNumOps();
   std::vector<MergeNode> Nodes(N);

@@ -55,7 +55,7 @@ static constexpr uint64_t DefaultSamples = 1000;
 Expected<SearchResult> searchMars(const LearnTask &T, const SearchOptions &S,
                                   LearnOptions Opts) {
   const char *Name = "mars";
-  uint64_t Pretrain = 1000, Segment = 128, Hidden = 512, GCNHidden = 256;
+  uint64_t Pretrain = 1000, Segment = 128, Hidden = 128, GCNHidden = 256;
   double LearningRate = 3e-4;
   DeviceChoice Choice = DeviceChoice::Auto;
   // Section 4: "context-based input attention" (the decoder's input).

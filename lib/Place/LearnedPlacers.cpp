@@ -14,16 +14,20 @@
 //===----------------------------------------------------------------------===//
 
 #include "Placers.h"
+#include "dp/Colocate/Colocate.h"
 #include "dp/Learn/Plugin.h"
 #include "dp/Place/LearnTask.h"
 #include "dp/Support/Diagnostics.h"
 #include "dp/Support/FileOutput.h"
+#include "dp/Support/Options.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSwitch.h"
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <optional>
 
 using namespace llvm;
 
@@ -252,8 +256,39 @@ static LearnTask getPlacetoTask(LearnTask T) {
   return T;
 }
 
+/// Mars places at most this many groups unless groups= says otherwise
+/// (docs/placers/mars.md, "Defaults": chosen on graphs of models/corpus).
+static constexpr unsigned MarsDefaultGroups = 128;
+
+/// \p P with its units merged into at most \p Groups groups by colocate's
+/// merge rule (the cheapest group joins the neighbour it exchanges most
+/// bytes with), and the group of each of \p P's units.
+static Expected<std::pair<PlacementProblem, std::vector<uint32_t>>>
+mergeUnits(const PlacementProblem &P, unsigned Groups, StringRef Who) {
+  const Graph &G = P.getGraph();
+  Expected<std::vector<double>> Costs =
+      getComputeCosts(G, &P.getCluster(), Who);
+  if (!Costs)
+    return Costs.takeError();
+  Grouping Units;
+  Units.NumGroups = P.getNumUnits();
+  for (OpId O = 0, E = G.getNumOps(); O != E; ++O)
+    Units.GroupOf.push_back(P.getUnitOf(O));
+  Grouping Merged =
+      groupByMerge(G, *Costs, Groups, std::numeric_limits<double>::infinity(),
+                   &Units);
+  std::vector<uint32_t> GroupOfUnit(P.getNumUnits());
+  for (unsigned U = 0; U != P.getNumUnits(); ++U)
+    GroupOfUnit[U] = Merged.GroupOf[P.getUnitOps(U).front()];
+  Expected<PlacementProblem> Coarse =
+      PlacementProblem::build(G, P.getCluster(), std::move(Merged.GroupOf));
+  if (!Coarse)
+    return Coarse.takeError();
+  return std::make_pair(std::move(*Coarse), std::move(GroupOfUnit));
+}
+
 /// Runs the learned placer \p Algo on P's task (Placeto's features are
-/// its own).
+/// its own); Mars on P's units merged into its groups= when they are more.
 static Expected<std::vector<uint32_t>> placeLearned(const PlacementProblem &P,
                                                     const PlaceOptions &Opts,
                                                     StringRef Algo) {
@@ -261,7 +296,30 @@ static Expected<std::vector<uint32_t>> placeLearned(const PlacementProblem &P,
   Expected<SearchOptions> S = getSearchOptions(Opts, Own);
   if (!S)
     return S.takeError();
-  LearnTask T = buildLearnTask(P);
+  const PlacementProblem *Placed = &P;
+  std::optional<std::pair<PlacementProblem, std::vector<uint32_t>>> Merged;
+  if (Algo == "mars") {
+    std::string Who = "place{algo=" + Opts.Algo + "}";
+    unsigned Groups = MarsDefaultGroups;
+    std::vector<std::pair<std::string, std::string>> Rest;
+    OptionTable Table(Who);
+    Table.integer("groups", Groups, 0u).otherKeys(
+        "...", [&](StringRef Key, StringRef Value) {
+          Rest.emplace_back(Key.str(), Value.str());
+          return Error::success();
+        });
+    if (Error E = OptionError::toLocated(Table.parse(Own)))
+      return std::move(E);
+    Own = std::move(Rest);
+    if (Groups && P.getNumUnits() > Groups) {
+      auto M = mergeUnits(P, Groups, Who);
+      if (!M)
+        return M.takeError();
+      Merged = std::move(*M);
+      Placed = &Merged->first;
+    }
+  }
+  LearnTask T = buildLearnTask(*Placed);
   if (Algo == "placeto")
     T = getPlacetoTask(std::move(T));
   Expected<SearchResult> R = runLearnedPlacer(Algo, T, *S, Own);
@@ -274,9 +332,14 @@ static Expected<std::vector<uint32_t>> placeLearned(const PlacementProblem &P,
   if (Opts.Curve)
     *Opts.Curve = std::move(R->Curve);
   if (R->BestEval.OutOfMemory)
-    return makeNoFitErrorFromSim(P, Opts.Algo, R->Best,
-                                 P.simulate(R->Best));
-  return std::move(R->Best);
+    return makeNoFitErrorFromSim(*Placed, Opts.Algo, R->Best,
+                                 Placed->simulate(R->Best));
+  if (!Merged)
+    return std::move(R->Best);
+  std::vector<uint32_t> Best(P.getNumUnits());
+  for (unsigned U = 0; U != P.getNumUnits(); ++U)
+    Best[U] = R->Best[Merged->second[U]];
+  return Best;
 }
 
 #define LEARNED_PLACER(NAME, ID, PARAMS, DESCRIPTION)                          \

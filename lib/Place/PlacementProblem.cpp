@@ -38,6 +38,13 @@ static std::vector<uint32_t> computeUnits(const Graph &G) {
 
 Expected<PlacementProblem> PlacementProblem::build(const Graph &G,
                                                    const Cluster &C) {
+  return build(G, C, computeUnits(G));
+}
+
+Expected<PlacementProblem>
+PlacementProblem::build(const Graph &G, const Cluster &C,
+                        std::vector<uint32_t> UnitOf) {
+  assert(UnitOf.size() == G.getNumOps() && "one unit per op");
   Expected<SimGraph> SG = SimGraph::build(G, C);
   if (!SG)
     return SG.takeError();
@@ -50,7 +57,7 @@ Expected<PlacementProblem> PlacementProblem::build(const Graph &G,
   P.Scratch = std::make_unique<std::vector<uint32_t>>(G.getNumOps());
 
   unsigned N = G.getNumOps(), D = C.getNumDevices();
-  P.UnitOf = computeUnits(G);
+  P.UnitOf = std::move(UnitOf);
   unsigned U = 0;
   for (uint32_t Unit : P.UnitOf)
     U = std::max(U, Unit + 1);

@@ -285,6 +285,29 @@ TEST(ColocateTest, MergeStopsAtTheThreshold) {
     EXPECT_GE(Cost, Threshold);
 }
 
+TEST(ColocateTest, MergeFromGivenGroupsNeverSplitsThem) {
+  // Mars merges a placement problem's units (here: the tf groups) into
+  // fewer groups; every start group stays whole.
+  Graph G = buildTrainingStep(60, 7);
+  std::vector<double> C = costs(G);
+  Grouping Start = groupByTF(G);
+  for (unsigned N : {1u, 5u, 16u}) {
+    Grouping M = groupByMerge(G, C, N, HUGE_VAL, &Start);
+    expectWellFormed(G, M);
+    EXPECT_EQ(M.NumGroups, N);
+    std::vector<int64_t> MergedOf(Start.NumGroups, -1);
+    for (OpId O = 0, E = G.getNumOps(); O != E; ++O) {
+      int64_t &To = MergedOf[Start.GroupOf[O]];
+      if (To < 0)
+        To = M.GroupOf[O];
+      EXPECT_EQ(To, int64_t(M.GroupOf[O])) << "op " << O;
+    }
+  }
+  // As many groups as the start has: nothing to merge.
+  Grouping Same = groupByMerge(G, C, Start.NumGroups, HUGE_VAL, &Start);
+  EXPECT_EQ(Same.GroupOf, Start.GroupOf);
+}
+
 TEST(ColocateTest, METISIsDeterministicPerSeed) {
   Graph G = buildTrainingStep(80, 6);
   std::vector<double> C = costs(G);

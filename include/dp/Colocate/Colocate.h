@@ -83,8 +83,11 @@ llvm::StringRef getNameScope(llvm::StringRef Name, unsigned Depth);
 
 /// The strategies (docs/colocate.md). \p Costs are getComputeCosts'.
 Grouping groupByTF(const Graph &G);
+/// groupByMerge starts from \p Start's groups when given (they must not
+/// split a hint class), else from the hint classes.
 Grouping groupByMerge(const Graph &G, llvm::ArrayRef<double> Costs,
-                      unsigned Groups, double Threshold);
+                      unsigned Groups, double Threshold,
+                      const Grouping *Start = nullptr);
 llvm::Expected<Grouping> groupByMETIS(const Graph &G,
                                       llvm::ArrayRef<double> Costs,
                                       unsigned Groups, uint64_t Seed);

@@ -47,6 +47,10 @@ public:
   /// (cost-annotate). Fails like SimGraph::build.
   static llvm::Expected<PlacementProblem> build(const Graph &G,
                                                 const Cluster &C);
+  /// The problem whose units are \p UnitOf (a dense id per op, numbered in
+  /// order of each unit's first op) instead of \p G's groups.
+  static llvm::Expected<PlacementProblem>
+  build(const Graph &G, const Cluster &C, std::vector<uint32_t> UnitOf);
 
   const Graph &getGraph() const { return *G; }
   const Cluster &getCluster() const { return *C; }
