@@ -65,7 +65,7 @@ def parse_args():
                     help="learned placers' sample budget (Placeto: x256)")
     ap.add_argument("--pretrain", type=int, help="Mars's DGI iterations")
     ap.add_argument("--mars-hidden", type=int,
-                    help="Mars's LSTM units (hidden=; default: Mars's 512)")
+                    help="Mars's LSTM units (hidden=; default: dp's Mars default, 128)")
     ap.add_argument("--anneal-seconds", type=float)
     ap.add_argument("--gen-models", help="unseen models of Mars Table 3")
     ap.add_argument("--gen-train", type=int,

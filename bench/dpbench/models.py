@@ -40,11 +40,6 @@ UPDATE_EVERY = {"mars": 20, "mars-nopre": 20, "eagle": 10, "eagle-ce": 10,
 # Graphs whose training step has thousands of units after `unroll-rnn`.
 RNN_MODELS = {"gnmt4", "nmt2", "nmt4"}
 MERGE = "merge{groups=256}"
-# Mars's groups where 256 would barely coarsen the graph: Inception-V3 has
-# 342 units, and merging to 256 left Mars 2.5 % and 3.9 % behind the expert
-# (seeds 1, 2; 3,000 samples) where merge{groups=128}, 177 groups, put it
-# ahead on seeds 1 to 3 (docs/placers/mars.md).
-MARS_MERGE = {"inception_v3": "merge{groups=128}"}
 # The colocate{strategy=} values bench/placement.py crosses with the placers.
 STRATEGIES = ["none", "tf", MERGE, "metis{groups=256}", "scope{depth=3}"]
 QUICK_STRATEGIES = ["none", "tf"]
@@ -103,17 +98,14 @@ def colocation(variant, model):
     RNN graphs those are still 5,000-12,000, so it gets Placeto's
     Merge-and-Colocate to 256 groups there. Placeto merges small groups into
     their neighbours (its appendix A.6, dp's `merge`). Mars gets `merge` to
-    256 groups so that a sample costs the same on every model (the paper
-    places ops; on this CPU its PPO update over thousands of units would
-    leave no budget), and to 128 on Inception-V3 (MARS_MERGE). The
+    256 groups on every model (the unrolled RNN graphs have thousands of
+    units), and then merges them to its own groups= (128 by default). The
     Hierarchical Planner and EAGLE group the units with their own learned
     grouper, so they get none. Non-learned placers see the hint units
     (none)."""
     if variant == "colocrl":
         return MERGE if model in RNN_MODELS else "tf"
-    if variant in ("mars", "mars-nopre"):
-        return MARS_MERGE.get(model, MERGE)
-    if variant == "placeto":
+    if variant in ("mars", "mars-nopre", "placeto"):
         return MERGE
     return "none"
 
