@@ -9,11 +9,12 @@
 // [...]. This step is repeated until the graph size reaches a desired value
 // or alternatively until there are no more nodes with cost below a certain
 // threshold." Here the nodes are groups (starting from the colocate-hint
-// classes, or from given groups such as a placement problem's units), the cost is compute time on the fastest device type, and the
-// neighbour is the predecessor sending the group the most bytes, else the
-// successor receiving the most, else the group just before it in graph
-// order. A heap of (cost, first op) finds the cheapest group; neighbour
-// lists are merged small into large, so a 26k-op graph takes milliseconds.
+// classes, or from given groups such as a placement problem's units), the cost
+// is compute time on the fastest device type, and the neighbour is the
+// predecessor sending the group the most bytes, else the successor receiving
+// the most, else the group just before it in graph order. A heap of (cost,
+// first op) finds the cheapest group; neighbour lists are merged small into
+// large, so a 26k-op graph takes milliseconds.
 //
 //===----------------------------------------------------------------------===//
 

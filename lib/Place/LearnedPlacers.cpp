@@ -274,9 +274,8 @@ mergeUnits(const PlacementProblem &P, unsigned Groups, StringRef Who) {
   Units.NumGroups = P.getNumUnits();
   for (OpId O = 0, E = G.getNumOps(); O != E; ++O)
     Units.GroupOf.push_back(P.getUnitOf(O));
-  Grouping Merged =
-      groupByMerge(G, *Costs, Groups, std::numeric_limits<double>::infinity(),
-                   &Units);
+  Grouping Merged = groupByMerge(
+      G, *Costs, Groups, std::numeric_limits<double>::infinity(), &Units);
   std::vector<uint32_t> GroupOfUnit(P.getNumUnits());
   for (unsigned U = 0; U != P.getNumUnits(); ++U)
     GroupOfUnit[U] = Merged.GroupOf[P.getUnitOps(U).front()];
@@ -303,8 +302,8 @@ static Expected<std::vector<uint32_t>> placeLearned(const PlacementProblem &P,
     unsigned Groups = MarsDefaultGroups;
     std::vector<std::pair<std::string, std::string>> Rest;
     OptionTable Table(Who);
-    Table.integer("groups", Groups, 0u).otherKeys(
-        "...", [&](StringRef Key, StringRef Value) {
+    Table.integer("groups", Groups, 0u)
+        .otherKeys("...", [&](StringRef Key, StringRef Value) {
           Rest.emplace_back(Key.str(), Value.str());
           return Error::success();
         });
