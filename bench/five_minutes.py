@@ -18,7 +18,6 @@ way.
 
 import argparse
 import concurrent.futures
-import csv
 import json
 import os
 import re
@@ -26,11 +25,14 @@ import sys
 import tempfile
 
 from dpbench import ROOT
-from dpbench.runner import Tools, fail, run, run_measured
+from dpbench.models import LEARNED, VARIANTS
+from dpbench.results import read_curve
+from dpbench.runner import Tools, error_line, fail, run, run_measured
 
 DEFAULT_MODELS = "gnmt4,nmt2,nmt4,resnet50,inception_v3,bert_base"
-# The placers that record a search curve (its lines count the placements).
-LEARNED_ALGOS = ["mars", "placeto", "colocrl", "hierarchical", "eagle"]
+# The place{algo=} of the learned placers, which record a search curve
+# (its lines count the placements).
+LEARNED_ALGOS = sorted({VARIANTS[v].split(",")[0] for v in LEARNED})
 
 
 def prepare(tools, model, cluster, workdir):
@@ -60,17 +62,14 @@ def place(tools, bc, cluster, setting, seed, workdir, tag):
            "-passes=colocate,place{%s},simulate" % setting,
            "-cluster=" + cluster, "-quiet", "-disable-output",
            "-summary=" + summary, bc]
-    if re.match(r"algo=(%s)\b" % "|".join(LEARNED_ALGOS), setting):
+    if setting.split(",")[0] in LEARNED_ALGOS:
         cmd.append("-curve=" + curve)
     rc, _, err, wall, _ = run_measured(cmd)
     if rc:
-        return "exit %d: %s" % (rc, err.strip().splitlines()[-1:])
+        return error_line(err, rc)
     with open(summary) as f:
         step = json.load(f)["step_time_s"] * 1e3
-    samples = 0
-    if os.path.exists(curve):
-        with open(curve) as f:
-            samples = sum(1 for _ in csv.DictReader(f))
+    samples = len(read_curve(curve))
     m = re.search(r"(\d+) groups from", err)
     return step, samples, int(m.group(1)) if m else None, wall
 
