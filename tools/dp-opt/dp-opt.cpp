@@ -126,7 +126,7 @@ static std::vector<PassFlag> makePassFlags() {
         ("Run " + P.Name + ": " + P.Description).str());
     auto Flag = std::make_unique<cl::list<std::string>>(
         P.Name, cl::desc(*Description),
-        cl::value_desc(P.Params.empty() ? "" : P.Params), cl::ValueOptional,
+        cl::value_desc(P.Params), cl::ValueOptional,
         cl::ZeroOrMore, cl::cat(DpCategory));
     Flags.push_back({&P, std::move(Description), std::move(Flag)});
   }
