@@ -39,8 +39,10 @@ inline float tanhApprox(float X) {
       U * (1 + U * (1.0f / 2 +
                     U * (1.0f / 6 + U * (1.0f / 24 + U * (1.0f / 120 +
                                                           U * (1.0f / 720))))));
-  float T =
-      __builtin_bit_cast(float, __builtin_bit_cast(int32_t, P) + (Exp << 23));
+  // 2^n P: n added to P's exponent field. A product, not Exp << 23: n is
+  // in [-13, 0], and a left shift of a negative value is undefined.
+  float T = __builtin_bit_cast(float, __builtin_bit_cast(int32_t, P) +
+                                          Exp * (1 << 23));
   float Y = (1 - T) / (1 + T);
   return __builtin_bit_cast(
       float, __builtin_bit_cast(uint32_t, Y) |
