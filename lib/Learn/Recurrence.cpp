@@ -92,12 +92,71 @@ scoreKeysBackward(const float *K, const float *Q, const float *V,
   }
 }
 
+/// The products of a step, without OpenBLAS for a few rows: a step
+/// multiplies the few placements drawn together (rows) by a weight matrix,
+/// and OpenBLAS copies (packs) the whole matrix on every call; on
+/// ColocRL's BERT-Base steps the copying took twice the multiplication's
+/// time. bench/README.md ("dp-bench-learn") has the measured rates.
+constexpr int64_t MaxSmallRows = 8;
+
+/// Y [M, N] (+)= X [M, K] W [K, N], row-major with the given row strides:
+/// W's rows are read in fours, in order, each four once per row of X, so
+/// a row of Y is loaded and stored once per four rows of W.
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3",
+                             "default"))) void
+rowsTimes(const float *X, int64_t Ldx, const float *W, int64_t Ldw, float *Y,
+          int64_t Ldy, int64_t M, int64_t K, int64_t N, bool Accumulate) {
+  if (!Accumulate)
+    for (int64_t I = 0; I != M; ++I)
+      std::fill(Y + I * Ldy, Y + I * Ldy + N, 0.0f);
+  int64_t Kk = 0;
+  for (; Kk + 4 <= K; Kk += 4) {
+    const float *W0 = W + Kk * Ldw, *W1 = W0 + Ldw, *W2 = W1 + Ldw,
+                *W3 = W2 + Ldw;
+    for (int64_t I = 0; I != M; ++I) {
+      const float *Xi = X + I * Ldx + Kk;
+      float A = Xi[0], B = Xi[1], C = Xi[2], D = Xi[3];
+      float *Yi = Y + I * Ldy;
+#pragma omp simd
+      for (int64_t J = 0; J < N; ++J)
+        Yi[J] += A * W0[J] + B * W1[J] + C * W2[J] + D * W3[J];
+    }
+  }
+  for (; Kk < K; ++Kk) {
+    const float *W0 = W + Kk * Ldw;
+    for (int64_t I = 0; I != M; ++I) {
+      float A = X[I * Ldx + Kk];
+      float *Yi = Y + I * Ldy;
+#pragma omp simd
+      for (int64_t J = 0; J < N; ++J)
+        Yi[J] += A * W0[J];
+    }
+  }
+}
+
+/// Y (+)= X W for 2-D float tensors: rowsTimes() for a few rows with unit
+/// column strides, libtorch's product otherwise.
+void product(Tensor &Y, const Tensor &X, const Tensor &W, bool Accumulate) {
+  int64_t M = X.size(0);
+  if (M > MaxSmallRows || X.stride(1) != 1 || W.stride(1) != 1 ||
+      Y.stride(1) != 1) {
+    if (Accumulate)
+      Y.addmm_(X, W);
+    else
+      at::mm_out(Y, X, W);
+    return;
+  }
+  rowsTimes(X.data_ptr<float>(), X.stride(0), W.data_ptr<float>(), W.stride(0),
+            Y.data_ptr<float>(), Y.stride(0), M, X.size(1), W.size(1),
+            Accumulate);
+}
+
 /// The attention weights of one step: Q = h W_q^T [B, H], A = softmax(v .
 /// tanh(keys + Q)) [B, Ls].
 void attend(const RecurrenceWeights &W, const Tensor &Hp, Tensor &Q,
             Tensor &A) {
   int64_t B = Hp.size(0), Ls = W.Keys.size(1), H = Hp.size(1);
-  at::mm_out(Q, Hp, W.QueryT);
+  product(Q, Hp, W.QueryT, /*Accumulate=*/false);
   scoreKeys(W.Keys.data_ptr<float>(), Q.data_ptr<float>(),
             W.Score.data_ptr<float>(), A.data_ptr<float>(), B, W.Keys.size(0),
             Ls, H);
@@ -113,10 +172,14 @@ void attend(const RecurrenceWeights &W, const Tensor &Hp, Tensor &Q,
 
 /// G [B, 4H] += A [B, Ls] times the memory gates [N, Ls, 4H].
 void addWeightedMemory(Tensor &G, const Tensor &A, const Tensor &Memory) {
-  if (Memory.size(0) == 1)
-    G.addmm_(A, Memory[0]);
-  else
-    G.unsqueeze(1).baddbmm_(A.unsqueeze(1), Memory);
+  if (Memory.size(0) == 1) {
+    product(G, A, Memory[0], /*Accumulate=*/true);
+    return;
+  }
+  for (int64_t I = 0, B = G.size(0); I != B; ++I) { // per placement
+    Tensor Gi = G.narrow(0, I, 1);
+    product(Gi, A.narrow(0, I, 1), Memory[I], /*Accumulate=*/true);
+  }
 }
 
 /// One forward step from (Hp, Cp) with gate inputs X: G ends holding the
@@ -125,7 +188,8 @@ void forwardStep(const RecurrenceWeights &W, const Tensor &X, const Tensor &Hp,
                  const Tensor &Cp, Tensor &G, Tensor &C, Tensor &TC, Tensor &H,
                  Tensor &Q, Tensor &A) {
   int64_t B = Hp.size(0), Hd = Hp.size(1);
-  at::addmm_out(G, X, Hp, W.RecurrentT);
+  G.copy_(X);
+  product(G, Hp, W.RecurrentT, /*Accumulate=*/true);
   if (W.hasAttention()) {
     attend(W, Hp, Q, A);
     if (W.MemoryGates.defined())
@@ -243,6 +307,14 @@ variable_list RecurrenceFunction::backward(AutogradContext *Ctx,
   Tensor Dc =
       Grads[2].defined() ? Grads[2].clone() : torch::zeros({B, Hd}, Opts);
   Tensor DhPrev = torch::empty({B, Hd}, Opts);
+  // The step's products read the weights untransposed: W_hh [4H, H], W_q
+  // [H, H] and the memory gates [N, 4H, Ls], transposed once here.
+  Tensor Rec = RecT.t().contiguous(), Query, MemoryT;
+  if (Attention) {
+    Query = W.QueryT.t().contiguous();
+    if (W.MemoryGates.defined())
+      MemoryT = W.MemoryGates.transpose(1, 2).contiguous();
+  }
   for (int64_t I = T - 1; I >= 0; --I) {
     Dh.add_(DHs[I]);
     const Tensor &Cp = I ? C[I - 1] : C0;
@@ -267,7 +339,7 @@ variable_list RecurrenceFunction::backward(AutogradContext *Ctx,
         }
       }
     }
-    at::mm_out(DhPrev, DG, RecT.t());
+    product(DhPrev, DG, Rec, /*Accumulate=*/false);
     if (Attention) {
       Tensor Ai = A[I];
       if (DA.defined())
@@ -276,10 +348,12 @@ variable_list RecurrenceFunction::backward(AutogradContext *Ctx,
         Da.zero_();
       if (W.MemoryGates.defined()) {
         if (W.MemoryGates.size(0) == 1) {
-          Da.addmm_(DG, W.MemoryGates[0].t());
+          product(Da, DG, MemoryT[0], /*Accumulate=*/true);
         } else {
-          Da.unsqueeze(1).baddbmm_(DG.unsqueeze(1),
-                                   W.MemoryGates.transpose(1, 2));
+          for (int64_t J = 0; J != B; ++J) { // per placement
+            Tensor DaJ = Da.narrow(0, J, 1);
+            product(DaJ, DG.narrow(0, J, 1), MemoryT[J], /*Accumulate=*/true);
+          }
         }
       }
       // Through the softmax: ds_j = a_j (da_j - sum_k a_k da_k), into Da.
@@ -296,7 +370,8 @@ variable_list RecurrenceFunction::backward(AutogradContext *Ctx,
                         W.Score.data_ptr<float>(), Dap,
                         DScore.data_ptr<float>(), DKeys.data_ptr<float>(),
                         DQs[I].data_ptr<float>(), B, W.Keys.size(0), Ls, Hd);
-      DhPrev.addmm_(DQs[I], W.QueryT.t());
+      Tensor DQ = DQs[I];
+      product(DhPrev, DQ, Query, /*Accumulate=*/true);
     }
     std::swap(Dh, DhPrev);
   }

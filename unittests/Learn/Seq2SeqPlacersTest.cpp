@@ -5,8 +5,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "DiagnosticsTestUtil.h"
-#include "SavedPolicy.h"
 #include "Grouper.h"
+#include "SavedPolicy.h"
 #include "dp/Learn/Placers.h"
 
 #include "llvm/Support/FileSystem.h"
@@ -383,40 +383,54 @@ TEST(Seq2SeqTest, SampleAndEvaluateAgreeForEveryAttention) {
 // The fused recurrence (Recurrence.h) against the operator-per-step form:
 // the same log-probabilities, entropies and gradients of every parameter,
 // for every attention, one shared sequence or a batch of them, over
-// several segments; and the same samples from the same generator.
+// several segments; and the same samples from the same generator. The
+// sizes cover the fused loops' row blocks (3 rows; 6, over two blocks),
+// their column blocks and remainder (hidden 40: 160 gate columns, 40
+// query columns) and libtorch's products (10 rows).
 TEST(Seq2SeqTest, TheFusedRecurrenceComputesTheOperatorForm) {
-  for (learn::AttentionKind Kind : AllAttentions) {
-    for (bool Batched : {false, true}) {
-      torch::manual_seed(3);
-      learn::SegmentSeq2Seq P(4, 8, 3, /*Segment=*/4, Kind);
-      torch::Tensor Seq =
-          Batched ? torch::randn({10, 3, 4}) : torch::randn({10, 4});
-      torch::Tensor Actions = torch::randint(0, 3, {3, 10}, torch::kLong);
-      auto Run = [&](bool Fused) {
-        P->setFused(Fused);
-        P->zero_grad();
-        auto [Logp, Entropy] = P->evaluate(P->encode(Seq), Actions);
-        (Logp * torch::linspace(-1, 2, 30).view({3, 10})).sum().backward();
-        std::vector<torch::Tensor> Grads;
-        for (const torch::Tensor &W : P->parameters())
-          Grads.push_back(W.grad().clone());
-        std::mt19937_64 Rng(9);
-        torch::Tensor Drawn = P->sample(P->encode(Seq), 3, Rng).first;
-        return std::make_tuple(Logp.detach(), Entropy.detach(), Grads, Drawn);
-      };
-      auto [Logp0, Ent0, Grads0, Drawn0] = Run(false);
-      auto [Logp1, Ent1, Grads1, Drawn1] = Run(true);
-      std::string What = "attention " + std::to_string(int(Kind)) +
-                         (Batched ? ", batched" : ", shared");
-      EXPECT_TRUE(torch::allclose(Logp0, Logp1, 1e-5, 1e-6)) << What;
-      EXPECT_TRUE(torch::allclose(Ent0, Ent1, 1e-5, 1e-6)) << What;
-      EXPECT_TRUE(torch::equal(Drawn0, Drawn1)) << What;
-      ASSERT_EQ(Grads0.size(), Grads1.size());
-      for (size_t I = 0; I != Grads0.size(); ++I) {
-        EXPECT_GT(Grads0[I].abs().max().item<double>(), 0) << What << " " << I;
-        EXPECT_TRUE(torch::allclose(Grads0[I], Grads1[I], 1e-4, 1e-6))
-            << What << ", parameter " << I << ": "
-            << (Grads0[I] - Grads1[I]).abs().max().item<double>();
+  struct Size {
+    int64_t Hidden, Batch;
+  };
+  for (Size Sz : {Size{8, 3}, Size{40, 6}, Size{8, 10}}) {
+    for (learn::AttentionKind Kind : AllAttentions) {
+      for (bool Batched : {false, true}) {
+        torch::manual_seed(3);
+        int64_t B = Sz.Batch;
+        learn::SegmentSeq2Seq P(4, Sz.Hidden, 3, /*Segment=*/4, Kind);
+        torch::Tensor Seq =
+            Batched ? torch::randn({10, B, 4}) : torch::randn({10, 4});
+        torch::Tensor Actions = torch::randint(0, 3, {B, 10}, torch::kLong);
+        auto Run = [&](bool Fused) {
+          P->setFused(Fused);
+          P->zero_grad();
+          auto [Logp, Entropy] = P->evaluate(P->encode(Seq), Actions);
+          (Logp * torch::linspace(-1, 2, B * 10).view({B, 10}))
+              .sum()
+              .backward();
+          std::vector<torch::Tensor> Grads;
+          for (const torch::Tensor &W : P->parameters())
+            Grads.push_back(W.grad().clone());
+          std::mt19937_64 Rng(9);
+          torch::Tensor Drawn = P->sample(P->encode(Seq), B, Rng).first;
+          return std::make_tuple(Logp.detach(), Entropy.detach(), Grads, Drawn);
+        };
+        auto [Logp0, Ent0, Grads0, Drawn0] = Run(false);
+        auto [Logp1, Ent1, Grads1, Drawn1] = Run(true);
+        std::string What = "hidden " + std::to_string(Sz.Hidden) + ", batch " +
+                           std::to_string(B) + ", attention " +
+                           std::to_string(int(Kind)) +
+                           (Batched ? ", batched" : ", shared");
+        EXPECT_TRUE(torch::allclose(Logp0, Logp1, 1e-5, 1e-6)) << What;
+        EXPECT_TRUE(torch::allclose(Ent0, Ent1, 1e-5, 1e-6)) << What;
+        EXPECT_TRUE(torch::equal(Drawn0, Drawn1)) << What;
+        ASSERT_EQ(Grads0.size(), Grads1.size());
+        for (size_t I = 0; I != Grads0.size(); ++I) {
+          EXPECT_GT(Grads0[I].abs().max().item<double>(), 0)
+              << What << " " << I;
+          EXPECT_TRUE(torch::allclose(Grads0[I], Grads1[I], 1e-4, 1e-6))
+              << What << ", parameter " << I << ": "
+              << (Grads0[I] - Grads1[I]).abs().max().item<double>();
+        }
       }
     }
   }
