@@ -254,7 +254,8 @@ static void writeHTMLSummary(HTMLWriter &H, const PlacedStep &S) {
   Row("lower bound", formatSeconds(S.Bounds.best()) + " (critical path " +
                          formatSeconds(S.Bounds.CriticalPath) +
                          ", work / devices " + formatSeconds(S.Bounds.Work) +
-                         ")");
+                         ", work split over types " +
+                         formatSeconds(S.Bounds.HeterogeneousWork) + ")");
   Row("gap to the lower bound", formatv("{0:F1} %", Gap).str());
   if (S.Baseline.Device >= 0)
     Row("speed-up over the best single device",

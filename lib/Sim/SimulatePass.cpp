@@ -87,7 +87,9 @@ void printSimulationReport(raw_ostream &OS, const Graph &G, const Cluster &C,
   double Gap = LB.best() > 0 ? (R.StepTime / LB.best() - 1) * 100 : 0;
   OS << "  lower bound:  " << formatSeconds(LB.best()) << " (critical path "
      << formatSeconds(LB.CriticalPath) << ", work / devices "
-     << formatSeconds(LB.Work) << "); gap " << format("%.1f", Gap) << " %\n";
+     << formatSeconds(LB.Work) << ", work split over types "
+     << formatSeconds(LB.HeterogeneousWork) << "); gap " << format("%.1f", Gap)
+     << " %\n";
   if (Baseline) {
     OS << "  speed-up:     ";
     if (Baseline->Device < 0)
@@ -95,8 +97,8 @@ void printSimulationReport(raw_ostream &OS, const Graph &G, const Cluster &C,
          << C.getDevices()[Baseline->FastestDevice].Name << ", would take "
          << formatSeconds(Baseline->FastestTime) << ")\n";
     else
-      OS << format("%.2f", R.StepTime > 0 ? Baseline->StepTime / R.StepTime
-                                          : 0.0)
+      OS << format("%.2f",
+                   R.StepTime > 0 ? Baseline->StepTime / R.StepTime : 0.0)
          << "x over the best single device ("
          << C.getDevices()[Baseline->Device].Name << ", "
          << formatSeconds(Baseline->StepTime) << ")\n";
@@ -104,8 +106,8 @@ void printSimulationReport(raw_ostream &OS, const Graph &G, const Cluster &C,
   if (R.OOM) {
     const Device &Dev = C.getDevices()[R.OOMDevice];
     OS << "  memory:       OUT OF MEMORY on " << Dev.Name << ": at op '"
-       << G.getOp(R.OOMOp).Name << "' it needs "
-       << formatBytes(R.OOMBytesOver) << " more than its "
+       << G.getOp(R.OOMOp).Name << "' it needs " << formatBytes(R.OOMBytesOver)
+       << " more than its "
        << formatBytes(C.getDeviceType(R.OOMDevice).MemoryBytes) << '\n';
   } else {
     OS << "  memory:       fits on every device\n";
@@ -143,12 +145,11 @@ void printSimulationReport(raw_ostream &OS, const Graph &G, const Cluster &C,
   // The longest ops of the critical path, longest first.
   std::vector<uint32_t> Path = R.CriticalPath;
   auto Dur = [&](uint32_t Op) { return R.Ops[Op].End - R.Ops[Op].Start; };
-  std::stable_sort(Path.begin(), Path.end(), [&](uint32_t A, uint32_t B) {
-    return Dur(A) > Dur(B);
-  });
+  std::stable_sort(Path.begin(), Path.end(),
+                   [&](uint32_t A, uint32_t B) { return Dur(A) > Dur(B); });
   unsigned Shown = std::min<size_t>(Path.size(), 10);
-  OS << "  critical path: " << R.CriticalPath.size() << " ops; the "
-     << Shown << " longest:\n";
+  OS << "  critical path: " << R.CriticalPath.size() << " ops; the " << Shown
+     << " longest:\n";
   for (unsigned I = 0; I != Shown; ++I) {
     const Op &Node = G.getOp(Path[I]);
     OS << "    " << right_justify(formatSeconds(Dur(Path[I])), 12) << "  "
@@ -178,6 +179,7 @@ void writeSummary(json::OStream &J, const Graph &G, const Cluster &C,
     J.attribute("lower_bound_s", LB.best());
     J.attribute("critical_path_bound_s", LB.CriticalPath);
     J.attribute("work_bound_s", LB.Work);
+    J.attribute("heterogeneous_work_bound_s", LB.HeterogeneousWork);
     J.attribute("oom", R.OOM);
     if (R.OOM) {
       J.attribute("oom_device", C.getDevices()[R.OOMDevice].Name);
@@ -227,8 +229,7 @@ void writeChromeTrace(raw_ostream &OS, const Graph &G, const Cluster &C,
       };
       for (unsigned Dev = 0; Dev != D; ++Dev)
         Meta("process_name", Dev + 1, 0,
-             C.getDevices()[Dev].Name + " (" + C.getDeviceType(Dev).Name +
-                 ")");
+             C.getDevices()[Dev].Name + " (" + C.getDeviceType(Dev).Name + ")");
       Meta("process_name", D + 1, 0, "links");
       for (unsigned Ch = 0, E = C.getNumChannels(); Ch != E; ++Ch)
         Meta("thread_name", D + 1, Ch, getChannelName(C, Ch));
@@ -242,8 +243,8 @@ void writeChromeTrace(raw_ostream &OS, const Graph &G, const Cluster &C,
         const Op &Node = G.getOp(O);
         J.object([&] {
           // Ops are named as in the user's model where it named them.
-          J.attribute("name", Node.SourceName.empty() ? Node.Name
-                                                      : Node.SourceName);
+          J.attribute("name",
+                      Node.SourceName.empty() ? Node.Name : Node.SourceName);
           J.attribute("cat", "op");
           J.attribute("ph", "X");
           J.attribute("ts", R.Ops[O].Start * 1e6);
@@ -267,10 +268,11 @@ void writeChromeTrace(raw_ostream &OS, const Graph &G, const Cluster &C,
             J.attribute("pid", int64_t(D + 1));
             J.attribute("tid", int64_t(Ch));
             J.attributeObject("args", [&] {
-              J.attribute("bytes",
-                          int64_t(G.getTensor(T.Tensor)
-                                      .Type.getSizeInBytes()
-                                      .getValueOr(0)));
+              J.attribute(
+                  "bytes",
+                  int64_t(
+                      G.getTensor(T.Tensor).Type.getSizeInBytes().getValueOr(
+                          0)));
               J.attribute("from", C.getDevices()[T.Src].Name);
               J.attribute("to", C.getDevices()[T.Dst].Name);
             });
@@ -286,8 +288,8 @@ Expected<std::vector<uint32_t>>
 readPlacementFile(const Graph &G, const Cluster &C, StringRef Path) {
   ErrorOr<std::unique_ptr<MemoryBuffer>> Buf = MemoryBuffer::getFile(Path);
   if (!Buf)
-    return makeFileError(Path, 0, 0, "cannot read the placement: " +
-                                         Buf.getError().message());
+    return makeFileError(
+        Path, 0, 0, "cannot read the placement: " + Buf.getError().message());
   Expected<json::Value> V = json::parse((*Buf)->getBuffer());
   if (!V)
     return makeFileError(Path, 0, 0,
@@ -316,10 +318,10 @@ readPlacementFile(const Graph &G, const Cluster &C, StringRef Path) {
     Optional<StringRef> Dev = Val.getAsString();
     int D = Dev ? C.lookupDevice(*Dev) : -1;
     if (D < 0) {
-      Errs.add(makeFileError(Path, 0, 0,
-                             "placement." + Key +
-                                 ": expected the name of a device of cluster '" +
-                                 C.getName() + "'"));
+      Errs.add(makeFileError(
+          Path, 0, 0,
+          "placement." + Key + ": expected the name of a device of cluster '" +
+              C.getName() + "'"));
       continue;
     }
     Chosen[O] = D;

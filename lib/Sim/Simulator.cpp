@@ -519,6 +519,7 @@ LowerBounds computeLowerBounds(const SimGraph &G) {
   for (const SharedGroup &Grp : C.getSharedGroups())
     Capacity -= Grp.Devices.size() - Grp.getCapacity();
   LB.Work = D ? Work / Capacity : 0;
+  LB.HeterogeneousWork = computeHeterogeneousWorkBound(G);
   return LB;
 }
 

@@ -42,6 +42,7 @@
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/Error.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -70,6 +71,7 @@ public:
 private:
   friend class Simulator;
   friend LowerBounds computeLowerBounds(const SimGraph &G);
+  friend double computeHeterogeneousWorkBound(const SimGraph &G);
 
   const Cluster *C = nullptr;
   unsigned NumOps = 0, NumDevices = 0, NumTensors = 0;
@@ -221,9 +223,25 @@ struct LowerBounds {
   double CriticalPath = 0;
   /// Sum over ops of their fastest time, divided by the number of devices.
   double Work = 0;
-  double best() const { return CriticalPath > Work ? CriticalPath : Work; }
+  /// The ops' work split fractionally over the device types, each type's
+  /// share at most its devices' worth, within memory
+  /// (computeHeterogeneousWorkBound()); 0 when nothing fits.
+  double HeterogeneousWork = 0;
+  double best() const {
+    return std::max(CriticalPath, std::max(Work, HeterogeneousWork));
+  }
 };
 LowerBounds computeLowerBounds(const SimGraph &G);
+
+/// The smallest T such that the ops can be split, fractionally, over the
+/// cluster's device types with no type busier than T times its devices
+/// (less what shared groups within it lose to contention), where each op
+/// goes only to types whose memory holds it while it runs and each
+/// type's devices hold the bytes the simulator keeps there all step (ops'
+/// persistent bytes, weights and inputs at their first reader). A linear
+/// program (GLPK) over classes of interchangeable ops; lib/Sim/WorkBound.cpp
+/// derives it. 0 when no placement fits or the solver fails.
+double computeHeterogeneousWorkBound(const SimGraph &G);
 
 /// The device index of every op from its `device` annotation. Errors name
 /// ops without one or with a device the cluster lacks.

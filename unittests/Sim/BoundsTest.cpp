@@ -1,0 +1,182 @@
+//===- BoundsTest.cpp - Lower bounds against hand figures and brute force -===//
+//
+// Part of the dp project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dp/Sim/Simulator.h"
+
+#include "gtest/gtest.h"
+
+#include <random>
+
+using namespace dp;
+using llvm::ArrayRef;
+
+namespace {
+
+/// \p Fast devices of type "fast" with \p FastMemory bytes each and \p Slow
+/// of type "slow" with 1 GiB, behind one switch (1 GB/s links, 10 us).
+Cluster makeMixedCluster(unsigned Fast, unsigned Slow, uint64_t FastMemory) {
+  DeviceType F, S;
+  F.Name = "fast";
+  S.Name = "slow";
+  for (DeviceType *T : {&F, &S}) {
+    T->PeakFlops[unsigned(DTypeKind::F32)] = 1e12;
+    T->MemoryBandwidth = 1e11;
+  }
+  F.MemoryBytes = FastMemory;
+  S.MemoryBytes = uint64_t(1) << 30;
+  std::vector<Device> Devs;
+  for (unsigned I = 0; I != Fast; ++I)
+    Devs.push_back({"f" + std::to_string(I), 0});
+  for (unsigned I = 0; I != Slow; ++I)
+    Devs.push_back({"s" + std::to_string(I), 1});
+  std::vector<Link> Links;
+  unsigned N = Fast + Slow;
+  for (unsigned I = 0; I != N; ++I)
+    Links.push_back({"l" + std::to_string(I), I, N, 1e9, 1e-5});
+  return llvm::cantFail(Cluster::create("mixed", {F, S}, Devs, {"sw"}, Links));
+}
+
+/// An op with its time on each type and f32 results of \p Elements each.
+OpId addOp(Graph &G, const std::string &Name, double Fast, double Slow,
+           ArrayRef<TensorId> Operands, int64_t Elements) {
+  OpId O = G.addOp(Name, "", "Op", Operands,
+                   {{Name + ".0", TensorType(DTypeKind::F32, {Elements})}});
+  G.getOp(O).Annotations.set("time.fast", Attribute::getFloat(Fast));
+  G.getOp(O).Annotations.set("time.slow", Attribute::getFloat(Slow));
+  return O;
+}
+
+LowerBounds boundsOf(const Graph &G, const Cluster &C) {
+  llvm::Expected<SimGraph> SG = SimGraph::build(G, C);
+  EXPECT_TRUE(bool(SG));
+  if (!SG) {
+    llvm::consumeError(SG.takeError());
+    return {};
+  }
+  return computeLowerBounds(*SG);
+}
+
+/// The shortest step of any placement that fits, by trying them all; a
+/// negative value if none fits.
+double bruteForceOptimum(const Graph &G, const Cluster &C) {
+  SimGraph SG = llvm::cantFail(SimGraph::build(G, C));
+  Simulator Sim(SG);
+  SimResult R;
+  unsigned N = G.getNumOps(), D = C.getNumDevices();
+  std::vector<uint32_t> P(N, 0);
+  double Best = -1;
+  while (true) {
+    Sim.run(P, R);
+    if (!R.OOM && (Best < 0 || R.StepTime < Best))
+      Best = R.StepTime;
+    unsigned I = 0;
+    while (I != N && ++P[I] == D)
+      P[I++] = 0;
+    if (I == N)
+      return Best;
+  }
+}
+
+} // namespace
+
+// Two independent ops of 1 s on the fast device and 3 s on the slow one.
+// Work / devices: 2 s of fastest work over 2 devices, 1 s. The split: 1.5
+// ops' worth on the fast device, half an op's (1.5 s) on the slow one.
+TEST(BoundsTest, TheWorkSplitCountsTheSlowDevicesSpeed) {
+  Graph G;
+  G.setName("g");
+  TensorId X = G.addInput("x", TensorType(DTypeKind::F32, {1}));
+  G.addOutput(G.getOp(addOp(G, "a", 1, 3, {X}, 1)).Results[0]);
+  G.addOutput(G.getOp(addOp(G, "b", 1, 3, {X}, 1)).Results[0]);
+  Cluster C = makeMixedCluster(1, 1, 1 << 20);
+  LowerBounds LB = boundsOf(G, C);
+  EXPECT_DOUBLE_EQ(LB.Work, 1);
+  EXPECT_NEAR(LB.HeterogeneousWork, 1.5, 1e-6);
+  EXPECT_NEAR(LB.best(), 1.5, 1e-6);
+  EXPECT_LE(LB.best(), bruteForceOptimum(G, C)); // 2 s: both on f0
+}
+
+// An op whose weight the fast device cannot hold runs on the slow one: 10
+// s, where the fastest-device bounds say 1 s.
+TEST(BoundsTest, AnOpThatFitsOnlyTheSlowDeviceRunsThere) {
+  Graph G;
+  G.setName("g");
+  TensorId W = G.addWeight("w", TensorType(DTypeKind::F32, {1 << 20}));
+  G.addOutput(G.getOp(addOp(G, "a", 1, 10, {W}, 1)).Results[0]);
+  Cluster C = makeMixedCluster(2, 1, 1 << 20); // 1 MiB: the 4 MiB weight
+  LowerBounds LB = boundsOf(G, C);             // does not fit
+  EXPECT_DOUBLE_EQ(LB.CriticalPath, 1);
+  EXPECT_NEAR(LB.HeterogeneousWork, 10, 1e-5);
+  EXPECT_NEAR(bruteForceOptimum(G, C), 10, 1e-3);
+}
+
+// Weights that fit the fast device one at a time but not all together:
+// the rest go to the slow device, and the bound counts them there.
+TEST(BoundsTest, TheFastDeviceHoldsOnlySoManyWeights) {
+  Graph G;
+  G.setName("g");
+  for (int I = 0; I != 4; ++I) {
+    TensorId W = G.addWeight("w" + std::to_string(I),
+                             TensorType(DTypeKind::F32, {100 << 10}));
+    G.addOutput(
+        G.getOp(addOp(G, "op" + std::to_string(I), 1, 4, {W}, 1)).Results[0]);
+  }
+  // The fast device (1 MiB) holds 2.56 of the 400 KiB weights, so at
+  // least 1.44 ops' worth run on the slow device: 1.44 x 4 s = 5.76 s.
+  // (Without memory the split would be 3.2 ops fast, 0.8 slow: 3.2 s.)
+  // The best placement: two ops on each device, 8 s.
+  Cluster C = makeMixedCluster(1, 1, 1 << 20);
+  LowerBounds LB = boundsOf(G, C);
+  EXPECT_NEAR(LB.HeterogeneousWork, 1.44 * 4, 1e-4);
+  EXPECT_NEAR(bruteForceOptimum(G, C), 8, 1e-3);
+}
+
+// Random small graphs on two fast devices with little memory and one slow
+// device: no bound exceeds the shortest step of any placement that fits,
+// found by trying every placement; and the split bound is the tightest on
+// some of them (else this test would not tell it from the others).
+TEST(BoundsTest, NoBoundExceedsTheBruteForceOptimum) {
+  std::mt19937_64 Rng(11);
+  std::uniform_real_distribution<double> Time(0.1, 2.0), Slowdown(1.0, 6.0);
+  unsigned Tighter = 0, Checked = 0;
+  for (int Trial = 0; Trial != 60; ++Trial) {
+    Graph G;
+    G.setName("g");
+    unsigned N = 3 + Trial % 4; // 3..6 ops: at most 3^6 placements
+    std::vector<TensorId> Avail{
+        G.addInput("x", TensorType(DTypeKind::F32, {int64_t(Rng() % 4096)}))};
+    for (unsigned I = 0; I != N; ++I) {
+      std::vector<TensorId> Ins{Avail[Rng() % Avail.size()]};
+      if (Rng() % 2)
+        Ins.push_back(Avail[Rng() % Avail.size()]);
+      if (Rng() % 3 == 0)
+        Ins.push_back(G.addWeight(
+            "w" + std::to_string(I),
+            TensorType(DTypeKind::F32, {int64_t(Rng() % (96 << 10))})));
+      std::sort(Ins.begin(), Ins.end());
+      Ins.erase(std::unique(Ins.begin(), Ins.end()), Ins.end());
+      double T = Time(Rng);
+      OpId O = addOp(G, "op" + std::to_string(I), T, T * Slowdown(Rng), Ins,
+                     int64_t(Rng() % (64 << 10)));
+      Avail.push_back(G.getOp(O).Results[0]);
+    }
+    G.addOutput(Avail.back());
+    Cluster C = makeMixedCluster(2, 1, 512 << 10);
+    LowerBounds LB = boundsOf(G, C);
+    double Opt = bruteForceOptimum(G, C);
+    if (Opt < 0)
+      continue; // nothing fits
+    ++Checked;
+    std::string What = "trial " + std::to_string(Trial);
+    EXPECT_LE(LB.CriticalPath, Opt * (1 + 1e-9)) << What;
+    EXPECT_LE(LB.Work, Opt * (1 + 1e-9)) << What;
+    EXPECT_LE(LB.HeterogeneousWork, Opt * (1 + 1e-9)) << What;
+    if (LB.HeterogeneousWork > std::max(LB.CriticalPath, LB.Work) * 1.01)
+      ++Tighter;
+  }
+  EXPECT_GE(Checked, 40u);
+  EXPECT_GT(Tighter, 0u);
+}
