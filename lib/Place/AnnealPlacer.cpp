@@ -111,9 +111,8 @@ getSeedPlacers(const PlaceOptions &Opts) {
   SmallVector<const PlacerInfo *, 8> Seeds;
   StringRef List = Opts.get("seeds");
   if (List.empty()) {
-    for (const PlacerInfo &Info : getPlacers())
-      if (!Info.Searches)
-        Seeds.push_back(&Info);
+    for (const PlacerInfo *Info : getBaselinePlacers())
+      Seeds.push_back(Info);
     return Seeds;
   }
   SmallVector<StringRef, 8> Names;
@@ -372,6 +371,42 @@ Expected<std::vector<uint32_t>> AnnealSearch::run() {
   return std::move(Best);
 }
 
+BestSeed runSeeds(const PlacementProblem &P, ArrayRef<const PlacerInfo *> Seeds,
+                  const PlaceOptions &Opts, double SearchSeconds,
+                  uint64_t SearchEvaluations) {
+  BestSeed Best;
+  for (const PlacerInfo *Info : Seeds) {
+    PlaceOptions SeedOpts;
+    SeedOpts.Algo = Info->Name.str();
+    SeedOpts.Seed = Opts.Seed;
+    if (Info->Searches) {
+      SeedOpts.Seconds = SearchSeconds;
+      SeedOpts.Evaluations = SearchEvaluations;
+      Best.Evaluations += SearchEvaluations;
+    }
+    Expected<std::vector<uint32_t>> Placement = Info->Run(P, SeedOpts);
+    if (!Placement) {
+      consumeError(Placement.takeError());
+      continue;
+    }
+    const SimResult &R = P.simulate(*Placement);
+    if (R.OOM || (!Best.Placement.empty() && R.StepTime >= Best.StepTime))
+      continue;
+    Best.Placement = std::move(*Placement);
+    Best.StepTime = R.StepTime;
+    Best.Placer = Info->Name;
+  }
+  return Best;
+}
+
+std::vector<const PlacerInfo *> getBaselinePlacers() {
+  std::vector<const PlacerInfo *> Baselines;
+  for (const PlacerInfo &Info : getPlacers())
+    if (!Info.Searches)
+      Baselines.push_back(&Info);
+  return Baselines;
+}
+
 Expected<std::vector<uint32_t>> placeAnneal(const PlacementProblem &P,
                                             const PlaceOptions &Opts) {
   Expected<SmallVector<const PlacerInfo *, 8>> Seeds = getSeedPlacers(Opts);
@@ -385,31 +420,13 @@ Expected<std::vector<uint32_t>> placeAnneal(const PlacementProblem &P,
       count_if(*Seeds, [](const PlacerInfo *Info) { return Info->Searches; });
   double Seconds = Opts.Seconds > 0 ? Opts.Seconds : DefaultSeconds;
   auto Began = std::chrono::steady_clock::now();
-  uint64_t SeedEvals = 0;
 
-  // The fastest seed placement that fits; the first one on ties.
-  std::vector<uint32_t> Best;
-  double BestCost = 0;
-  for (const PlacerInfo *Info : *Seeds) {
-    PlaceOptions SeedOpts;
-    SeedOpts.Algo = Info->Name.str();
-    SeedOpts.Seed = Opts.Seed;
-    if (Info->Searches) {
-      SeedOpts.Seconds = Seconds / 2 / Searching;
-      SeedOpts.Evaluations = Opts.Evaluations / 2 / Searching;
-      SeedEvals += SeedOpts.Evaluations;
-    }
-    Expected<std::vector<uint32_t>> Placement = Info->Run(P, SeedOpts);
-    if (!Placement) {
-      consumeError(Placement.takeError());
-      continue;
-    }
-    const SimResult &R = P.simulate(*Placement);
-    if (R.OOM || (!Best.empty() && R.StepTime >= BestCost))
-      continue;
-    Best = std::move(*Placement);
-    BestCost = R.StepTime;
-  }
+  BestSeed Seed =
+      runSeeds(P, *Seeds, Opts, Seconds / 2 / std::max(1u, Searching),
+               Opts.Evaluations / 2 / std::max(1u, Searching));
+  uint64_t SeedEvals = Seed.Evaluations;
+  std::vector<uint32_t> Best = std::move(Seed.Placement);
+  double BestCost = Seed.StepTime;
   bool Fits = !Best.empty();
   if (!Fits) {
     Best = spreadByMemory(P);

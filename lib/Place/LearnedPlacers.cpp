@@ -36,14 +36,13 @@ namespace dp {
 /// The op kinds of the one-hot feature; an op counts as the kind of its
 /// forward op (dp::ConvGrad is a Conv), and "other" takes the rest.
 static const char *const OpKinds[] = {
-    "Conv",      "MatMul",    "Gemm",      "BatchNorm", "LayerNorm",
-    "Relu",      "Sigmoid",   "Tanh",      "Gelu",      "Softmax",
-    "Add",       "Sub",       "Mul",       "Div",       "Pow",
-    "Sqrt",      "MaxPool",   "AvgPool",   "Concat",    "Split",
-    "Slice",     "Gather",    "Reshape",   "Transpose", "Reduce",
-    "Dropout",   "Cast",      "Shape",     "Constant",  "Identity",
-    "Where",     "Expand",    "Recurrent", "Sum",       "Loss",
-    "Update",    "Control",   "other"};
+    "Conv",    "MatMul",  "Gemm",      "BatchNorm", "LayerNorm", "Relu",
+    "Sigmoid", "Tanh",    "Gelu",      "Softmax",   "Add",       "Sub",
+    "Mul",     "Div",     "Pow",       "Sqrt",      "MaxPool",   "AvgPool",
+    "Concat",  "Split",   "Slice",     "Gather",    "Reshape",   "Transpose",
+    "Reduce",  "Dropout", "Cast",      "Shape",     "Constant",  "Identity",
+    "Where",   "Expand",  "Recurrent", "Sum",       "Loss",      "Update",
+    "Control", "other"};
 static constexpr unsigned NumOpKinds = std::size(OpKinds);
 /// Per unit: op-kind shares, backward share, output shape (4), input shape
 /// (4), and then the cost features: fastest and slowest compute time,
@@ -148,8 +147,8 @@ LearnTask buildLearnTask(const PlacementProblem &P) {
   }
   for (unsigned U = 0; U != T.NumUnits; ++U) {
     BytesScale = std::max(BytesScale, OutBytes[U]);
-    DegreeScale = std::max({DegreeScale, double(InDegree[U]),
-                            double(OutDegree[U])});
+    DegreeScale =
+        std::max({DegreeScale, double(InDegree[U]), double(OutDegree[U])});
   }
 
   for (unsigned U = 0; U != T.NumUnits; ++U) {
@@ -164,16 +163,15 @@ LearnTask buildLearnTask(const PlacementProblem &P) {
     }
     for (unsigned K = 0; K != NumOpKinds; ++K)
       Row[K] = float(Count[K]) / Ops.size();
-    T.OpType[U] = std::max_element(Count.begin(), Count.end()) -
-                  Count.begin();
+    T.OpType[U] = std::max_element(Count.begin(), Count.end()) - Count.begin();
     float *F = Row + NumOpKinds;
     F[0] = float(Backward) / Ops.size();
     const Op &First = G.getOp(Ops.front());
-    addShape(F + 1, First.Results.empty() ? nullptr
-                                          : getResultType(G, First, 0),
+    addShape(F + 1,
+             First.Results.empty() ? nullptr : getResultType(G, First, 0),
              Largest);
-    addShape(F + 5, First.Operands.empty() ? nullptr
-                                           : getOperandType(G, First, 0),
+    addShape(F + 5,
+             First.Operands.empty() ? nullptr : getOperandType(G, First, 0),
              Largest);
     F[9] = logScale(MinTime[U] * 1e6, TimeScale * 1e6);
     F[10] = logScale(MaxTime[U] * 1e6, TimeScale * 1e6);
@@ -259,32 +257,6 @@ static LearnTask getPlacetoTask(LearnTask T) {
 /// Mars places at most this many groups unless groups= says otherwise
 /// (docs/placers/mars.md, "Defaults": chosen on graphs of models/corpus).
 static constexpr unsigned MarsDefaultGroups = 128;
-
-/// \p P with its units merged into at most \p Groups groups by colocate's
-/// merge rule (the cheapest group joins the neighbour it exchanges most
-/// bytes with), and the group of each of \p P's units.
-static Expected<std::pair<PlacementProblem, std::vector<uint32_t>>>
-mergeUnits(const PlacementProblem &P, unsigned Groups, StringRef Who) {
-  const Graph &G = P.getGraph();
-  Expected<std::vector<double>> Costs =
-      getComputeCosts(G, &P.getCluster(), Who);
-  if (!Costs)
-    return Costs.takeError();
-  Grouping Units;
-  Units.NumGroups = P.getNumUnits();
-  for (OpId O = 0, E = G.getNumOps(); O != E; ++O)
-    Units.GroupOf.push_back(P.getUnitOf(O));
-  Grouping Merged = groupByMerge(
-      G, *Costs, Groups, std::numeric_limits<double>::infinity(), &Units);
-  std::vector<uint32_t> GroupOfUnit(P.getNumUnits());
-  for (unsigned U = 0; U != P.getNumUnits(); ++U)
-    GroupOfUnit[U] = Merged.GroupOf[P.getUnitOps(U).front()];
-  Expected<PlacementProblem> Coarse =
-      PlacementProblem::build(G, P.getCluster(), std::move(Merged.GroupOf));
-  if (!Coarse)
-    return Coarse.takeError();
-  return std::make_pair(std::move(*Coarse), std::move(GroupOfUnit));
-}
 
 /// Runs the learned placer \p Algo on P's task (Placeto's features are
 /// its own); Mars on P's units merged into its groups= when they are more.

@@ -4,6 +4,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Placers.h"
+#include "dp/Colocate/Colocate.h"
 #include "dp/IR/Annotations.h"
 #include "dp/Place/Placer.h"
 #include "dp/Support/Diagnostics.h"
@@ -12,6 +14,7 @@
 #include "llvm/ADT/DenseMap.h"
 
 #include <algorithm>
+#include <limits>
 #include <queue>
 
 using namespace llvm;
@@ -199,6 +202,32 @@ Error makeNoFitErrorFromSim(const PlacementProblem &P, StringRef Algo,
     }
   }
   return makeNoFitError(P, Algo, Largest, BestFree, Roomiest);
+}
+
+/// \p P with its units merged into at most \p Groups groups by colocate's
+/// merge rule (the cheapest group joins the neighbour it exchanges most
+/// bytes with), and the group of each of \p P's units.
+Expected<std::pair<PlacementProblem, std::vector<uint32_t>>>
+mergeUnits(const PlacementProblem &P, unsigned Groups, StringRef Who) {
+  const Graph &G = P.getGraph();
+  Expected<std::vector<double>> Costs =
+      getComputeCosts(G, &P.getCluster(), Who);
+  if (!Costs)
+    return Costs.takeError();
+  Grouping Units;
+  Units.NumGroups = P.getNumUnits();
+  for (OpId O = 0, E = G.getNumOps(); O != E; ++O)
+    Units.GroupOf.push_back(P.getUnitOf(O));
+  Grouping Merged = groupByMerge(
+      G, *Costs, Groups, std::numeric_limits<double>::infinity(), &Units);
+  std::vector<uint32_t> GroupOfUnit(P.getNumUnits());
+  for (unsigned U = 0; U != P.getNumUnits(); ++U)
+    GroupOfUnit[U] = Merged.GroupOf[P.getUnitOps(U).front()];
+  Expected<PlacementProblem> Coarse =
+      PlacementProblem::build(G, P.getCluster(), std::move(Merged.GroupOf));
+  if (!Coarse)
+    return Coarse.takeError();
+  return std::make_pair(std::move(*Coarse), std::move(GroupOfUnit));
 }
 
 } // namespace dp
