@@ -42,6 +42,8 @@ config.substitutions.append(("FileCheck", "FileCheck -enable-var-scope"))
 # loaded, and its tracer then dies with SIGSEGV at exit, whatever the
 # program did ("Tracer caught signal 11", seen on colocrl-save-load.test):
 # ASan does not track those blocks here.
+if getattr(config, "dp_have_cbc", False):
+    config.available_features.add("cbc")
 if getattr(config, "dp_sanitizers", False):
     config.available_features.add("asan")
     for var in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"):

@@ -24,8 +24,9 @@ packages=(
   # find_package(OpenCL REQUIRED); libdnnl-dev only recommends the OpenCL
   # development files, and recommends are not installed here
   libdnnl-dev ocl-icd-opencl-dev
-  # graph partitioning and the LP solver of the placers
-  libmetis-dev libscotch-dev libglpk-dev
+  # graph partitioning, the LP solver of the placers and the lower bound,
+  # and the MIP solver of place{algo=mip}
+  libmetis-dev libscotch-dev libglpk-dev coinor-libcbc-dev
   # learned placers (lib/Learn): libtorch's C++ API, and an optimized BLAS
   # for it (the reference BLAS is ~20x slower on its matrix products)
   libtorch-dev libopenblas0-pthread

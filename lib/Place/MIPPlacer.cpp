@@ -1,0 +1,552 @@
+//===- MIPPlacer.cpp - Placement and schedule as one integer program (CBC) ===//
+//
+// Part of the dp project.
+//
+//===----------------------------------------------------------------------===//
+//
+// place{algo=mip}: the units, merged into groups= groups by colocate's
+// merge rule, are placed and ordered per device by a mixed-integer program
+// in the manner of Pesto (Hafeez et al., Middleware 2021), solved by CBC
+// within seconds=:
+//
+//   x[u][d] in {0,1}   group u on device d (0 where u's static memory
+//                      estimate exceeds d's memory)
+//   s[u] >= 0          u's start; p_d(u) its time on d
+//   sum_d x[u][d] = 1
+//   sum_u mem(u) x[u][d] <= capacity(d)
+//   s[v] >= s[u] + sum_d p_d(u) x[u][d] + t_e(a, b) (x[u][a] + x[v][b] - 1)
+//                      every edge e = (u, v) forward in topological order,
+//                      every a != b, t_e the idle-route transfer time of
+//                      e's bytes from a to b (and with no transfer term
+//                      when a == b: once for all a)
+//   for u, v with no path between them, o[u][v] in {0,1}, every d:
+//     s[v] >= s[u] + p_d(u) - 2H (1 - o) - 2H (2 - x[u][d] - x[v][d])
+//     s[u] >= s[v] + p_d(v) - 2H o       - 2H (2 - x[u][d] - x[v][d])
+//   c >= s[u] + sum_d p_d(u) x[u][d];  minimize c
+//
+// H is a horizon no schedule of the model needs to exceed. The model is
+// the simulator's without link contention or memory over time, so its
+// optimum is not the simulated step; every candidate is scored by the
+// simulator, and the placer returns the best of the warm start (the best
+// baseline placement, which CBC is also given as its first solution) and
+// CBC's solution. docs/placers/mip.md says more.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Placers.h"
+#include "dp/Sim/SimulatePass.h"
+#include "dp/Support/Diagnostics.h"
+#include "dp/Support/Format.h"
+#include "dp/Support/Options.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+#include <optional>
+#include <tuple>
+
+#ifdef DP_HAVE_CBC
+#include <Cbc_C_Interface.h>
+#endif
+
+using namespace llvm;
+
+namespace dp {
+
+static constexpr StringRef Algo = "mip";
+/// The first level's groups, and the most groups a level has unless
+/// groups= says otherwise (docs/placers/mip.md).
+static constexpr unsigned FirstGroups = 16;
+static constexpr unsigned DefaultGroups = 256;
+static constexpr double DefaultSeconds = 60;
+/// Larger models are refused: CBC would spend the budget building them.
+static constexpr double MaxModelRows = 2e6;
+
+#ifdef DP_HAVE_CBC
+namespace {
+
+/// The model's columns and the warm start's values, built row by row.
+class MIPModel {
+public:
+  explicit MIPModel(Cbc_Model *M) : M(M) {}
+
+  int addColumn(double Lower, double Upper, double Objective, bool Integer) {
+    // Unique names: CBC matches a MIP start to the columns by name.
+    std::string Name = "c" + std::to_string(NumCols);
+    Cbc_addCol(M, Name.c_str(), Lower, Upper, Objective, Integer ? 1 : 0, 0,
+               nullptr, nullptr);
+    return NumCols++;
+  }
+  /// sum Coefs[i] * x[Cols[i]] >= Lower.
+  void addRow(ArrayRef<int> Cols, ArrayRef<double> Coefs, double Lower) {
+    Cbc_addRow(M, "", int(Cols.size()), Cols.data(), Coefs.data(), 'G', Lower);
+    ++NumRows;
+    RowBegin.push_back(unsigned(RowCols.size()));
+    RowCols.append(Cols.begin(), Cols.end());
+    RowCoefs.append(Coefs.begin(), Coefs.end());
+    RowLower.push_back(Lower);
+  }
+  /// The largest amount by which \p Values (one per column) fall short of
+  /// a row's lower bound.
+  double getViolation(ArrayRef<double> Values) const {
+    double Worst = 0;
+    for (size_t R = 0; R != RowLower.size(); ++R) {
+      unsigned End =
+          R + 1 == RowLower.size() ? RowCols.size() : RowBegin[R + 1];
+      double Sum = 0;
+      for (unsigned I = RowBegin[R]; I != End; ++I)
+        Sum += RowCoefs[I] * Values[RowCols[I]];
+      Worst = std::max(Worst, RowLower[R] - Sum);
+    }
+    return Worst;
+  }
+  int getNumColumns() const { return NumCols; }
+  uint64_t getNumRows() const { return NumRows; }
+
+private:
+  Cbc_Model *M;
+  int NumCols = 0;
+  uint64_t NumRows = 0;
+  SmallVector<unsigned, 0> RowBegin;
+  SmallVector<int, 0> RowCols;
+  SmallVector<double, 0> RowCoefs, RowLower;
+};
+
+/// Owns a CBC model.
+struct CbcModel {
+  Cbc_Model *M = Cbc_newModel();
+  ~CbcModel() { Cbc_deleteModel(M); }
+};
+
+/// Start times of \p Device (a device per group) in the model: groups in
+/// topological order, each as soon as its inputs have arrived and its
+/// device is free.
+std::vector<double> scheduleInModel(const PlacementProblem &Q,
+                                    ArrayRef<uint32_t> Device,
+                                    ArrayRef<uint32_t> Order,
+                                    ArrayRef<UnitEdge> Edges) {
+  unsigned N = Q.getNumUnits();
+  std::vector<double> Start(N, 0), Ready(N, 0), Free(Q.getNumDevices(), 0);
+  std::vector<std::vector<const UnitEdge *>> In(N);
+  for (const UnitEdge &E : Edges)
+    In[E.To].push_back(&E);
+  std::vector<double> End(N, 0);
+  for (uint32_t U : Order) {
+    double T = Free[Device[U]];
+    for (const UnitEdge *E : In[U])
+      T = std::max(T, End[E->From] + Q.getCluster().getTransferTime(
+                                         Device[E->From], Device[U], E->Bytes));
+    Start[U] = T;
+    End[U] = T + Q.getUnitTime(U, Device[U]);
+    Free[Device[U]] = End[U];
+  }
+  return Start;
+}
+
+/// Groups of \p P's units for one level: units on the same device of
+/// \p Placement joined along their heaviest edges, then neighbours in
+/// topological order on one device, until at most \p Groups remain (or
+/// no two groups share a device). The group of each unit, dense.
+std::vector<uint32_t> groupOnDevices(const PlacementProblem &P,
+                                     ArrayRef<uint32_t> Placement,
+                                     unsigned Groups) {
+  unsigned U = P.getNumUnits();
+  std::vector<uint32_t> Parent(U);
+  for (unsigned I = 0; I != U; ++I)
+    Parent[I] = I;
+  auto Find = [&](uint32_t X) {
+    while (Parent[X] != X)
+      X = Parent[X] = Parent[Parent[X]];
+    return X;
+  };
+  unsigned Count = U;
+  std::vector<UnitEdge> Edges(P.getEdges().begin(), P.getEdges().end());
+  std::stable_sort(
+      Edges.begin(), Edges.end(),
+      [](const UnitEdge &A, const UnitEdge &B) { return A.Bytes > B.Bytes; });
+  for (const UnitEdge &E : Edges) {
+    if (Count <= Groups)
+      break;
+    if (Placement[E.From] != Placement[E.To])
+      continue;
+    uint32_t A = Find(E.From), B = Find(E.To);
+    if (A != B) {
+      Parent[std::max(A, B)] = std::min(A, B);
+      --Count;
+    }
+  }
+  std::vector<uint32_t> Last(P.getNumDevices(), ~0u);
+  for (uint32_t Unit : P.getTopologicalOrder()) {
+    if (Count <= Groups)
+      break;
+    uint32_t &L = Last[Placement[Unit]];
+    uint32_t A = Find(Unit);
+    if (L != ~0u && Find(L) != A) {
+      uint32_t B = Find(L);
+      Parent[std::max(A, B)] = std::min(A, B);
+      --Count;
+    }
+    L = Unit;
+  }
+  std::vector<uint32_t> Dense(U, ~0u), GroupOf(U);
+  uint32_t Next = 0;
+  for (unsigned I = 0; I != U; ++I) {
+    uint32_t R = Find(I);
+    if (Dense[R] == ~0u)
+      Dense[R] = Next++;
+    GroupOf[I] = Dense[R];
+  }
+  return GroupOf;
+}
+
+/// What one level's program gave.
+struct LevelResult {
+  std::vector<uint32_t> Device; ///< per group; empty: no solution
+  bool Optimal = false;
+  double Objective = 0, Bound = 0; ///< the model's step and bound, seconds
+  unsigned Columns = 0;
+  uint64_t Rows = 0;
+  double StartViolation = 0; ///< the start's worst row shortfall
+};
+
+/// Builds the program for the groups of \p Q and solves it within
+/// \p Seconds from \p Start (a device per group), or fails if the program
+/// would exceed MaxModelRows.
+Expected<LevelResult> solveLevel(const PlacementProblem &Q,
+                                 ArrayRef<uint32_t> Start, double Seconds,
+                                 StringRef Who) {
+  unsigned N = Q.getNumUnits(), D = Q.getNumDevices();
+  const Cluster &C = Q.getCluster();
+
+  // Forward edges of the topological order (a back edge of a cycle of
+  // groups is dropped: the program orders groups, not ops), and which
+  // groups reach which.
+  ArrayRef<uint32_t> Order = Q.getTopologicalOrder();
+  std::vector<unsigned> Rank(N);
+  for (unsigned I = 0; I != N; ++I)
+    Rank[Order[I]] = I;
+  std::vector<UnitEdge> Edges;
+  for (const UnitEdge &E : Q.getEdges())
+    if (Rank[E.From] < Rank[E.To])
+      Edges.push_back(E);
+  std::vector<std::vector<bool>> Reaches(N, std::vector<bool>(N, false));
+  {
+    std::vector<std::vector<uint32_t>> Succ(N);
+    for (const UnitEdge &E : Edges)
+      Succ[E.From].push_back(E.To);
+    for (auto It = Order.rbegin(); It != Order.rend(); ++It)
+      for (uint32_t V : Succ[*It]) {
+        Reaches[*It][V] = true;
+        for (unsigned W = 0; W != N; ++W)
+          if (Reaches[V][W])
+            Reaches[*It][W] = true;
+      }
+  }
+  uint64_t Unordered = 0;
+  for (unsigned U = 0; U != N; ++U)
+    for (unsigned V = U + 1; V != N; ++V)
+      Unordered += !Reaches[U][V] && !Reaches[V][U];
+  double Rows =
+      double(Unordered) * 2 * D + double(Edges.size()) * D * D + 2.0 * N + D;
+  if (Rows > MaxModelRows)
+    return makeError(Who + ": " + Twine(N) + " groups give a program of " +
+                     Twine(uint64_t(Rows)) + " constraints, more than " +
+                     Twine(uint64_t(MaxModelRows)) + "; give fewer groups");
+
+  // Times in units of the mean group's fastest time.
+  double Scale = 0;
+  for (unsigned U = 0; U != N; ++U) {
+    double Fastest = std::numeric_limits<double>::infinity();
+    for (unsigned Dev = 0; Dev != D; ++Dev)
+      Fastest = std::min(Fastest, Q.getUnitTime(U, Dev));
+    Scale += Fastest;
+  }
+  Scale = Scale > 0 ? Scale / N : 1;
+  double Horizon = 0; // every group at its slowest, every edge's worst move
+  for (unsigned U = 0; U != N; ++U) {
+    double Slowest = 0;
+    for (unsigned Dev = 0; Dev != D; ++Dev)
+      Slowest = std::max(Slowest, Q.getUnitTime(U, Dev));
+    Horizon += Slowest;
+  }
+  for (const UnitEdge &E : Edges) {
+    double Worst = 0;
+    for (unsigned A = 0; A != D; ++A)
+      for (unsigned B = 0; B != D; ++B)
+        Worst = std::max(Worst, C.getTransferTime(A, B, E.Bytes));
+    Horizon += Worst;
+  }
+  Horizon /= Scale;
+
+  // Memory, in capacities: what stays on a device all step (activations
+  // come and go; the simulator checks them).
+  std::vector<double> Resident(N, 0);
+  {
+    std::vector<uint64_t> OpBytes = getOpResidentMemory(Q.getGraph());
+    for (OpId O = 0, E = Q.getGraph().getNumOps(); O != E; ++O)
+      Resident[Q.getUnitOf(O)] += double(OpBytes[O]);
+  }
+  CbcModel Cbc;
+  Cbc_setLogLevel(Cbc.M, 0);
+  MIPModel Model(Cbc.M);
+  std::vector<int> X(size_t(N) * D, -1), S(N);
+  for (unsigned U = 0; U != N; ++U) {
+    for (unsigned Dev = 0; Dev != D; ++Dev) {
+      bool Fits = Resident[U] <= double(Q.getDeviceCapacity(Dev));
+      X[U * D + Dev] = Model.addColumn(0, Fits ? 1 : 0, 0, true);
+    }
+    S[U] = Model.addColumn(0, Horizon, 0, false);
+  }
+  int Makespan = Model.addColumn(0, Horizon, 1, false);
+  auto T = [&](unsigned U, unsigned Dev) {
+    return Q.getUnitTime(U, Dev) / Scale;
+  };
+  for (unsigned U = 0; U != N; ++U) { // one device each: >= 1 and <= 1
+    std::vector<int> Cols;
+    for (unsigned Dev = 0; Dev != D; ++Dev)
+      Cols.push_back(X[U * D + Dev]);
+    Model.addRow(Cols, std::vector<double>(D, 1.0), 1);
+    Model.addRow(Cols, std::vector<double>(D, -1.0), -1);
+  }
+  for (unsigned Dev = 0; Dev != D; ++Dev) { // memory, in capacities
+    std::vector<int> Cols;
+    std::vector<double> Coefs;
+    double Capacity = double(Q.getDeviceCapacity(Dev));
+    for (unsigned U = 0; U != N; ++U)
+      if (Resident[U] > 0) {
+        Cols.push_back(X[U * D + Dev]);
+        Coefs.push_back(-Resident[U] / Capacity);
+      }
+    if (!Cols.empty())
+      Model.addRow(Cols, Coefs, -1);
+  }
+  // s[v] - s[u] - sum_d p_d(u) x[u][d] (- t x[u][a] - t x[v][b]) >= (-t).
+  auto Precedence = [&](const UnitEdge &E, int A, int B, double Delay) {
+    std::vector<int> Cols{S[E.To], S[E.From]};
+    std::vector<double> Coefs{1, -1};
+    for (unsigned Dev = 0; Dev != D; ++Dev) {
+      double Coef = -T(E.From, Dev) - (int(Dev) == A ? Delay : 0);
+      Cols.push_back(X[E.From * D + Dev]);
+      Coefs.push_back(Coef);
+    }
+    if (B >= 0) {
+      Cols.push_back(X[E.To * D + B]);
+      Coefs.push_back(-Delay);
+    }
+    Model.addRow(Cols, Coefs, B >= 0 ? -Delay : 0);
+  };
+  for (const UnitEdge &E : Edges) {
+    Precedence(E, -1, -1, 0);
+    for (unsigned A = 0; A != D; ++A)
+      for (unsigned B = 0; B != D; ++B)
+        if (A != B && C.getTransferTime(A, B, E.Bytes) > 0)
+          Precedence(E, int(A), int(B),
+                     C.getTransferTime(A, B, E.Bytes) / Scale);
+  }
+  // Starts lie in [0, H] and times are at most H: a term of 2H frees a
+  // pair's ordering constraint whenever one of its conditions is off.
+  double BigM = 2 * Horizon;
+  std::vector<std::tuple<unsigned, unsigned, int>> Pairs;
+  for (unsigned U = 0; U != N; ++U)
+    for (unsigned V = U + 1; V != N; ++V) {
+      if (Reaches[U][V] || Reaches[V][U])
+        continue;
+      int O = Model.addColumn(0, 1, 0, true); // 1: u before v
+      Pairs.emplace_back(U, V, O);
+      for (unsigned Dev = 0; Dev != D; ++Dev) {
+        int XU = X[U * D + Dev], XV = X[V * D + Dev];
+        // s[v] >= s[u] + p_d(u) - M (1 - o) - M (2 - x[u][d] - x[v][d]):
+        // s[v] - s[u] - M o - M x[u][d] - M x[v][d] >= p_d(u) - 3M.
+        Model.addRow({S[V], S[U], O, XU, XV}, {1, -1, -BigM, -BigM, -BigM},
+                     T(U, Dev) - 3 * BigM);
+        // s[u] >= s[v] + p_d(v) - M o - M (2 - x[u][d] - x[v][d]).
+        Model.addRow({S[U], S[V], O, XU, XV}, {1, -1, BigM, -BigM, -BigM},
+                     T(V, Dev) - 2 * BigM);
+      }
+    }
+  for (unsigned U = 0; U != N; ++U) {
+    std::vector<int> Cols{Makespan, S[U]};
+    std::vector<double> Coefs{1, -1};
+    for (unsigned Dev = 0; Dev != D; ++Dev) {
+      Cols.push_back(X[U * D + Dev]);
+      Coefs.push_back(-T(U, Dev));
+    }
+    Model.addRow(Cols, Coefs, 0);
+  }
+
+  // The start, as a solution of the program.
+  double StartViolation = 0;
+  {
+    std::vector<double> Begin = scheduleInModel(Q, Start, Order, Edges);
+    std::vector<int> Idx;
+    std::vector<double> Val;
+    double End = 0;
+    for (unsigned U = 0; U != N; ++U) {
+      for (unsigned Dev = 0; Dev != D; ++Dev) {
+        Idx.push_back(X[U * D + Dev]);
+        Val.push_back(Start[U] == Dev ? 1 : 0);
+      }
+      Idx.push_back(S[U]);
+      Val.push_back(Begin[U] / Scale);
+      End = std::max(End, Begin[U] / Scale + T(U, Start[U]));
+    }
+    for (const auto &[U, V, O] : Pairs) {
+      Idx.push_back(O);
+      Val.push_back(Begin[U] <= Begin[V] ? 1 : 0);
+    }
+    Idx.push_back(Makespan);
+    Val.push_back(End);
+    Cbc_setMIPStartI(Cbc.M, int(Idx.size()), Idx.data(), Val.data());
+    std::vector<double> All(size_t(Model.getNumColumns()), 0);
+    for (size_t I = 0; I != Idx.size(); ++I)
+      All[Idx[I]] = Val[I];
+    StartViolation = Model.getViolation(All);
+  }
+  LevelResult R;
+  R.StartViolation = StartViolation;
+  R.Columns = unsigned(Model.getNumColumns());
+  R.Rows = Model.getNumRows();
+  Cbc_setMaximumSeconds(Cbc.M, Seconds);
+  // CBC 2.10's preprocessing crashes (CglPreProcess::postProcess) when
+  // the time limit stops a search of a few thousand columns; without it
+  // the search runs on the program as built.
+  Cbc_setParameter(Cbc.M, "preprocess", "off");
+  Cbc_solve(Cbc.M);
+  const double *Sol = Cbc_bestSolution(Cbc.M); // null: none feasible
+  if (!Sol)
+    return R;
+  R.Optimal = Cbc_isProvenOptimal(Cbc.M);
+  R.Objective = Cbc_getObjValue(Cbc.M) * Scale;
+  R.Bound = std::max(0.0, Cbc_getBestPossibleObjValue(Cbc.M) * Scale);
+  R.Device.assign(N, 0);
+  for (unsigned U = 0; U != N; ++U)
+    for (unsigned Dev = 0; Dev != D; ++Dev)
+      if (Sol[X[U * D + Dev]] > 0.5)
+        R.Device[U] = Dev;
+  return R;
+}
+
+/// The problem whose units are \p GroupOf's groups of \p P's units;
+/// renumbers \p GroupOf as the problem numbers its units.
+Expected<PlacementProblem> groupProblem(const PlacementProblem &P,
+                                        std::vector<uint32_t> &GroupOf) {
+  const Graph &G = P.getGraph();
+  std::vector<uint32_t> OpGroup(G.getNumOps()), Dense(P.getNumUnits(), ~0u);
+  uint32_t Next = 0;
+  for (OpId O = 0, E = G.getNumOps(); O != E; ++O) {
+    uint32_t Grp = GroupOf[P.getUnitOf(O)];
+    if (Dense[Grp] == ~0u)
+      Dense[Grp] = Next++;
+    OpGroup[O] = Dense[Grp];
+  }
+  for (uint32_t &Grp : GroupOf)
+    Grp = Dense[Grp];
+  return PlacementProblem::build(G, P.getCluster(), std::move(OpGroup));
+}
+
+} // namespace
+#endif
+
+Expected<std::vector<uint32_t>> placeMIP(const PlacementProblem &P,
+                                         const PlaceOptions &Opts) {
+  std::string Who = "place{algo=mip}";
+  unsigned MaxGroups = DefaultGroups;
+  OptionTable Table(Who);
+  Table.integer("groups", MaxGroups, 1u);
+  if (Error E = OptionError::toLocated(Table.parse(Opts.Extra)))
+    return std::move(E);
+#ifndef DP_HAVE_CBC
+  return makeError(Who + ": unavailable: dp was built without CBC "
+                         "(coinor-libcbc-dev); install it and reconfigure");
+#else
+  double Seconds = Opts.Seconds > 0 ? Opts.Seconds : DefaultSeconds;
+  auto Began = std::chrono::steady_clock::now();
+  auto Left = [&] {
+    return Seconds - std::chrono::duration<double>(
+                         std::chrono::steady_clock::now() - Began)
+                         .count();
+  };
+  auto Say = [&](const Twine &Line) {
+    if (Opts.Progress)
+      *Opts.Progress << "mip: " << Line << '\n';
+  };
+
+  // The warm start: the best baseline placement that fits; else the
+  // units' merge into the first level's groups from one device each.
+  BestSeed Warm = runSeeds(P, getBaselinePlacers(), Opts, 0, 0);
+  std::vector<uint32_t> Best = Warm.Placement;
+  double BestStep = Warm.StepTime;
+  bool Fits = !Best.empty();
+  Say(Fits ? "warm start " + formatSeconds(BestStep) + " (" +
+                 Warm.Placer.str() + ")"
+           : Twine("no baseline placement fits"));
+  if (!Fits)
+    Best.assign(P.getNumUnits(), 0);
+  unsigned Units = P.getNumUnits();
+  if (Units == 0 || P.getNumDevices() < 2) {
+    if (!Fits)
+      return makeNoFitErrorFromSim(P, Algo, Best, P.simulate(Best));
+    return std::move(Best);
+  }
+
+  // Levels: FirstGroups groups, then twice as many, up to groups= (and
+  // the units); each from the best placement so far, with half the time
+  // left (the last with all of it).
+  for (unsigned Groups = std::min({FirstGroups, MaxGroups, Units});;
+       Groups = std::min({2 * Groups, MaxGroups, Units})) {
+    double Budget = Left();
+    if (Budget <= 0)
+      break;
+    bool Last = Groups == std::min(MaxGroups, Units);
+    std::vector<uint32_t> GroupOf = groupOnDevices(P, Best, Groups);
+    Expected<PlacementProblem> Q = groupProblem(P, GroupOf);
+    if (!Q)
+      return Q.takeError();
+    unsigned N = Q->getNumUnits();
+    std::vector<uint32_t> Start(N);
+    for (unsigned U = 0; U != Units; ++U)
+      Start[GroupOf[U]] = Best[U];
+    Expected<LevelResult> R =
+        solveLevel(*Q, Start, Last ? Budget : Budget / 2, Who);
+    if (!R) {
+      if (Groups == std::min({FirstGroups, MaxGroups, Units}))
+        return R.takeError();
+      Say(toString(R.takeError()) + "; stopping at the last level");
+      break;
+    }
+    std::string Line =
+        (Twine(N) + " groups (" + Twine(R->Columns) + " columns, " +
+         Twine(R->Rows) + " rows, start " +
+         (R->StartViolation > 1e-6 ? "outside" : "inside") + "): ")
+            .str();
+    if (R->Device.empty()) {
+      Say(Line + "CBC found no solution");
+    } else {
+      std::vector<uint32_t> Placement(Units);
+      for (unsigned U = 0; U != Units; ++U)
+        Placement[U] = R->Device[GroupOf[U]];
+      const SimResult &Sim = P.simulate(Placement);
+      bool Better = !Sim.OOM && (!Fits || Sim.StepTime < BestStep);
+      Say(Line + (R->Optimal ? "optimal" : "stopped") + ", model step " +
+          formatSeconds(R->Objective) + ", model bound " +
+          formatSeconds(R->Bound) + "; simulated " +
+          formatSeconds(Sim.StepTime) + (Sim.OOM ? " (out of memory)" : "") +
+          (Better ? ", the best so far" : ""));
+      if (Better) {
+        Best = std::move(Placement);
+        BestStep = Sim.StepTime;
+        Fits = true;
+      }
+    }
+    if (Last)
+      break;
+  }
+  if (!Fits)
+    return makeNoFitErrorFromSim(P, Algo, Best, P.simulate(Best));
+  return std::move(Best);
+#endif
+}
+
+} // namespace dp
