@@ -43,6 +43,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <limits>
 #include <optional>
 #include <tuple>
@@ -279,6 +280,14 @@ Expected<LevelResult> solveLevel(const PlacementProblem &Q,
     Horizon += Worst;
   }
   Horizon /= Scale;
+  if (!std::isfinite(Horizon) || !std::isfinite(Scale))
+    return makeError(Who + ": the groups' times are too large to add up");
+  if (Horizon <= 0) { // nothing takes time: the start is optimal
+    LevelResult R;
+    R.Device.assign(Start.begin(), Start.end());
+    R.Optimal = true;
+    return R;
+  }
 
   // Memory, in capacities: what stays on a device all step (activations
   // come and go; the simulator checks them).

@@ -160,7 +160,9 @@ double computeHeterogeneousWorkBound(const SimGraph &G) {
 
   std::vector<int> Rows{0}, Cols{0};
   std::vector<double> Vals{0};
+  bool Finite = std::isfinite(Scale) && Scale > 0;
   auto Add = [&](int Row, int Column, double V) {
+    Finite &= std::isfinite(V);
     Rows.push_back(Row);
     Cols.push_back(Column);
     Vals.push_back(V);
@@ -191,6 +193,8 @@ double computeHeterogeneousWorkBound(const SimGraph &G) {
       if (Col[Cl][K] && Classes[Cl].Persistent)
         Add(MemRow, Col[Cl][K], double(Classes[Cl].Persistent) / Capacity);
   }
+  if (!Finite) // times too large to sum (GLPK stops the process on them)
+    return 0;
   glp_load_matrix(LP, int(Rows.size()) - 1, Rows.data(), Cols.data(),
                   Vals.data());
   glp_scale_prob(LP, GLP_SF_AUTO);
