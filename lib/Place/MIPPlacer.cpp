@@ -280,8 +280,12 @@ Expected<LevelResult> solveLevel(const PlacementProblem &Q,
     Horizon += Worst;
   }
   Horizon /= Scale;
-  if (!std::isfinite(Horizon) || !std::isfinite(Scale))
-    return makeError(Who + ": the groups' times are too large to add up");
+  // Beyond 1e9 mean groups' times, big-M terms swamp the solver's
+  // tolerances (and CLP stops the process on some such programs).
+  if (!std::isfinite(Scale) || !(Horizon <= 1e9))
+    return makeError(Who + ": the groups' times span too wide a range for "
+                           "the program (more than 1e9 times the mean "
+                           "group's)");
   if (Horizon <= 0) { // nothing takes time: the start is optimal
     LevelResult R;
     R.Device.assign(Start.begin(), Start.end());

@@ -162,7 +162,7 @@ double computeHeterogeneousWorkBound(const SimGraph &G) {
   std::vector<double> Vals{0};
   bool Finite = std::isfinite(Scale) && Scale > 0;
   auto Add = [&](int Row, int Column, double V) {
-    Finite &= std::isfinite(V);
+    Finite &= std::fabs(V) < 1e15; // false for inf and NaN too
     Rows.push_back(Row);
     Cols.push_back(Column);
     Vals.push_back(V);
@@ -193,8 +193,8 @@ double computeHeterogeneousWorkBound(const SimGraph &G) {
       if (Col[Cl][K] && Classes[Cl].Persistent)
         Add(MemRow, Col[Cl][K], double(Classes[Cl].Persistent) / Capacity);
   }
-  if (!Finite) // times too large to sum (GLPK stops the process on them)
-    return 0;
+  if (!Finite) // times too large or too spread (GLPK stops the process on
+    return 0;  // infinite ones)
   glp_load_matrix(LP, int(Rows.size()) - 1, Rows.data(), Cols.data(),
                   Vals.data());
   glp_scale_prob(LP, GLP_SF_AUTO);
