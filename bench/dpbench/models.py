@@ -23,6 +23,7 @@ VARIANTS = {
     "m-etf": "algo=m-etf",
     "m-sct": "algo=m-sct",
     "anneal": "algo=anneal",
+    "mip": "algo=mip",
     "mars": "algo=mars",
     "mars-nopre": "algo=mars,pretrain=0",
     "colocrl": "algo=colocrl",
@@ -113,7 +114,7 @@ def colocation(variant, model):
 def budget(variant, cfg):
     """place{} options that bound a placer's search."""
     if variant not in LEARNED:
-        if variant == "anneal":
+        if variant in ("anneal", "mip"):  # equal time
             return "seconds=%g" % cfg["anneal_seconds"]
         return ""
     opts = "samples=%d,threads=1" % cfg["samples"]

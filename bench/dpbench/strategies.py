@@ -66,7 +66,7 @@ def run_grid(tools, cluster, models, strategies, placers, seeds,
             for strategy in strategies:
                 for placer in placers:
                     opts = "seconds=%g" % anneal_seconds \
-                        if placer == "anneal" else ""
+                        if placer in ("anneal", "mip") else ""
                     outcomes = [place(tools, bc, cluster, placer, opts,
                                       strategy, seed, workdir)
                                 for seed in seeds]
