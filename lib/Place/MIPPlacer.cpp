@@ -4,21 +4,22 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// place{algo=mip}: the units, merged into groups= groups by colocate's
-// merge rule, are placed and ordered per device by a mixed-integer program
+// place{algo=mip}: from the best baseline placement, levels of 16, 32, ...
+// groups (up to groups=) of units that the best placement so far puts on
+// one device are placed and ordered per device by a mixed-integer program
 // in the manner of Pesto (Hafeez et al., Middleware 2021), solved by CBC
 // within seconds=:
 //
-//   x[u][d] in {0,1}   group u on device d (0 where u's static memory
-//                      estimate exceeds d's memory)
+//   x[u][d] in {0,1}   group u on device d (0 where the bytes u keeps on
+//                      a device all step exceed d's memory)
 //   s[u] >= 0          u's start; p_d(u) its time on d
 //   sum_d x[u][d] = 1
-//   sum_u mem(u) x[u][d] <= capacity(d)
+//   sum_u kept(u) x[u][d] <= capacity(d)
 //   s[v] >= s[u] + sum_d p_d(u) x[u][d] + t_e(a, b) (x[u][a] + x[v][b] - 1)
 //                      every edge e = (u, v) forward in topological order,
 //                      every a != b, t_e the idle-route transfer time of
 //                      e's bytes from a to b (and with no transfer term
-//                      when a == b: once for all a)
+//                      once)
 //   for u, v with no path between them, o[u][v] in {0,1}, every d:
 //     s[v] >= s[u] + p_d(u) - 2H (1 - o) - 2H (2 - x[u][d] - x[v][d])
 //     s[u] >= s[v] + p_d(v) - 2H o       - 2H (2 - x[u][d] - x[v][d])
@@ -26,10 +27,10 @@
 //
 // H is a horizon no schedule of the model needs to exceed. The model is
 // the simulator's without link contention or memory over time, so its
-// optimum is not the simulated step; every candidate is scored by the
-// simulator, and the placer returns the best of the warm start (the best
-// baseline placement, which CBC is also given as its first solution) and
-// CBC's solution. docs/placers/mip.md says more.
+// optimum is not the simulated step: every level's solution is simulated,
+// and the placer returns the best simulated placement that fits, never
+// slower than the warm start (which is each level's first solution).
+// docs/placers.md ("mip") says more.
 //
 //===----------------------------------------------------------------------===//
 
