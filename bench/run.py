@@ -2,7 +2,7 @@
 """The benchmark harness: the papers' experiments side by side with dp's,
 and dp's own speed.
 
-  bench/run.py quick|full [--build DIR] [--parts p1,p2] [--models m1,m2]
+  bench/run.py quick|full|equal [--build DIR] [--parts p1,p2] [--models m1,m2]
                [--clusters c1,c2] [--placers v1,v2] [--seeds 1,2,3]
                [--samples N] [--anneal-seconds S] [--no-docs]
 
@@ -62,8 +62,11 @@ def parse_args():
     ap.add_argument("--placers", help="variants: " + ",".join(VARIANTS))
     ap.add_argument("--seeds")
     ap.add_argument("--samples", type=int,
-                    help="learned placers' sample budget (Placeto: x256)")
+                    help="learned placers' budget in placements scored "
+                         "(a Placeto move is one)")
     ap.add_argument("--pretrain", type=int, help="Mars's DGI iterations")
+    ap.add_argument("--hidden", type=int,
+                    help="one hidden size for every learned placer")
     ap.add_argument("--mars-hidden", type=int,
                     help="Mars's LSTM units (hidden=; default: dp's Mars default, 128)")
     ap.add_argument("--anneal-seconds", type=float)
@@ -92,8 +95,9 @@ def config(args):
             cfg[k] = v.split(",")
     if args.seeds:
         cfg["seeds"] = [int(s) for s in args.seeds.split(",")]
-    for k in ("samples", "pretrain", "mars_hidden", "anneal_seconds",
-              "timeout", "gen_train", "gen_finetune", "family_samples"):
+    for k in ("samples", "pretrain", "mars_hidden", "hidden",
+              "anneal_seconds", "timeout", "gen_train", "gen_finetune",
+              "family_samples"):
         if getattr(args, k) is not None:
             cfg[k] = getattr(args, k)
     for v in cfg["placers"]:

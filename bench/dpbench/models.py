@@ -86,14 +86,26 @@ PRESETS = {
 }
 
 
+# Issue 19's comparison at equal budgets: every learned placer scores the
+# same number of placements, at one hidden size, after one colocation
+# rule per placer for every model, on p100x4 and Placeto Table 1's K80
+# clusters; fixed before any of its runs.
+PRESETS["equal"] = dict(
+    PRESETS["full"], parts=["placement", "papers", "curves"],
+    placers=list(LEARNED), clusters=["p100x4", "k80x4", "k80x2"],
+    samples=3000, pretrain=1000, hidden=128, uniform_colocation=True)
+
+
 def cluster_arg(cluster):
     """A preset name, or a cluster file of bench/clusters/."""
     path = os.path.join(BENCH, "clusters", cluster + ".json")
     return path if os.path.exists(path) else cluster
 
 
-def colocation(variant, model):
-    """The colocation a placer runs after, as bench/README.md explains.
+def colocation(variant, model, uniform=False):
+    """The colocation a placer runs after, as bench/README.md explains;
+    with `uniform` (the `equal` preset), one rule per placer for every
+    model: ColocRL gets `merge` everywhere.
 
     ColocRL places TensorFlow's co-location groups (`tf`); on the unrolled
     RNN graphs those are still 5,000-12,000, so it gets Placeto's
@@ -105,7 +117,7 @@ def colocation(variant, model):
     grouper, so they get none. Non-learned placers see the hint units
     (none)."""
     if variant == "colocrl":
-        return MERGE if model in RNN_MODELS else "tf"
+        return MERGE if model in RNN_MODELS or uniform else "tf"
     if variant in ("mars", "mars-nopre", "placeto"):
         return MERGE
     return "none"
@@ -117,15 +129,15 @@ def budget(variant, cfg):
         if variant in ("anneal", "mip"):  # equal time
             return "seconds=%g" % cfg["anneal_seconds"]
         return ""
+    # Every learned placer scores samples= placements; a Placeto move
+    # scores a complete placement, as its paper's Table 1 counts them.
     opts = "samples=%d,threads=1" % cfg["samples"]
     if variant == "mars":
         opts += ",pretrain=%d" % cfg["pretrain"]
-    if variant in ("mars", "mars-nopre") and cfg.get("mars_hidden"):
+    if cfg.get("hidden"):  # one size for every learned placer
+        opts += ",hidden=%d" % cfg["hidden"]
+    elif variant in ("mars", "mars-nopre") and cfg.get("mars_hidden"):
         opts += ",hidden=%d" % cfg["mars_hidden"]
-    if variant == "placeto":
-        # An episode moves every unit once: the budget counts episodes
-        # worth of the others' samples so that it ends in similar time.
-        opts = "samples=%d,threads=1" % (cfg["samples"] * 256)
     return opts
 
 

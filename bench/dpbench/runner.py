@@ -153,7 +153,7 @@ def place_once(tools, prep, model, cluster, variant, seed, cfg, workdir,
                curve_path=None):
     """One run of the placement part as a quality row; a learned placer's
     curve is thinned into `curve_path`."""
-    coloc = colocation(variant, model)
+    coloc = colocation(variant, model, cfg.get("uniform_colocation", False))
     tmp_curve = os.path.join(workdir, "curve.csv") \
         if variant in LEARNED else None
     o = place(tools, prep.get(model, cluster), cluster, variant,
