@@ -214,11 +214,12 @@ struct LevelResult {
 };
 
 /// Builds the program for the groups of \p Q and solves it within
-/// \p Seconds from \p Start (a device per group), or fails if the program
+/// \p Seconds (none: infinite) and \p Nodes branch-and-bound nodes (0: no
+/// limit) from \p Start (a device per group), or fails if the program
 /// would exceed MaxModelRows.
 Expected<LevelResult> solveLevel(const PlacementProblem &Q,
                                  ArrayRef<uint32_t> Start, double Seconds,
-                                 StringRef Who) {
+                                 uint64_t Nodes, StringRef Who) {
   unsigned N = Q.getNumUnits(), D = Q.getNumDevices();
   const Cluster &C = Q.getCluster();
 
@@ -422,7 +423,10 @@ Expected<LevelResult> solveLevel(const PlacementProblem &Q,
   R.StartViolation = StartViolation;
   R.Columns = unsigned(Model.getNumColumns());
   R.Rows = Model.getNumRows();
-  Cbc_setMaximumSeconds(Cbc.M, Seconds);
+  if (std::isfinite(Seconds))
+    Cbc_setMaximumSeconds(Cbc.M, Seconds);
+  if (Nodes)
+    Cbc_setMaximumNodes(Cbc.M, int(std::min<uint64_t>(Nodes, INT32_MAX)));
   // CBC 2.10's preprocessing crashes (CglPreProcess::postProcess) when
   // the time limit stops a search of a few thousand columns; without it
   // the search runs on the program as built.
@@ -475,7 +479,12 @@ Expected<std::vector<uint32_t>> placeMIP(const PlacementProblem &P,
   return makeError(Who + ": unavailable: dp was built without CBC "
                          "(coinor-libcbc-dev); install it and reconfigure");
 #else
-  double Seconds = Opts.Seconds > 0 ? Opts.Seconds : DefaultSeconds;
+  // evals= alone bounds each level's branch-and-bound nodes and sets no
+  // time limit, so that a run is reproducible; seconds= bounds the time.
+  uint64_t Nodes = Opts.Evaluations;
+  double Seconds = Opts.Seconds > 0 ? Opts.Seconds
+                   : Nodes          ? std::numeric_limits<double>::infinity()
+                                    : DefaultSeconds;
   auto Began = std::chrono::steady_clock::now();
   auto Left = [&] {
     return Seconds - std::chrono::duration<double>(
@@ -523,7 +532,7 @@ Expected<std::vector<uint32_t>> placeMIP(const PlacementProblem &P,
     for (unsigned U = 0; U != Units; ++U)
       Start[GroupOf[U]] = Best[U];
     Expected<LevelResult> R =
-        solveLevel(*Q, Start, Last ? Budget : Budget / 2, Who);
+        solveLevel(*Q, Start, Last ? Budget : Budget / 2, Nodes, Who);
     if (!R) {
       if (Groups == std::min({FirstGroups, MaxGroups, Units}))
         return R.takeError();
