@@ -16,12 +16,11 @@
 #include "Baechi.h"
 #include "Placers.h"
 #include "dp/Support/Diagnostics.h"
+#include "dp/Support/GLPK.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringExtras.h"
-
-#include <glpk.h>
 
 #include <algorithm>
 #include <cassert>
@@ -616,27 +615,6 @@ Expected<Schedule> scheduleList(const PlacementProblem &P, StringRef Algo,
 // The favourite-child LP of m-SCT
 //===----------------------------------------------------------------------===//
 
-namespace {
-
-/// A GLPK problem, deleted on scope exit, with GLPK's terminal output off.
-class GLPKProblem {
-public:
-  GLPKProblem() : LP(glp_create_prob()), OldTermOut(glp_term_out(GLP_OFF)) {}
-  ~GLPKProblem() {
-    glp_delete_prob(LP);
-    glp_term_out(OldTermOut);
-  }
-  GLPKProblem(const GLPKProblem &) = delete;
-  GLPKProblem &operator=(const GLPKProblem &) = delete;
-  glp_prob *get() const { return LP; }
-
-private:
-  glp_prob *LP;
-  int OldTermOut;
-};
-
-} // namespace
-
 /// Solves the LP of one window: nodes \p Nodes (local ids 0..K-1 with
 /// times \p Time), edges \p Edges between them. Returns x per edge, or an
 /// empty vector when GLPK finds no optimum.
@@ -940,16 +918,12 @@ FavouriteChildren computeUnitFavourites(const PlacementProblem &P,
     Latency /= Pairs;
     SecondsPerByte /= Pairs;
   }
-  ArrayRef<uint32_t> Order = P.getTopologicalOrder();
-  std::vector<uint32_t> Position(NU);
-  for (unsigned I = 0; I != NU; ++I)
-    Position[Order[I]] = I;
   std::vector<LPEdge> Edges;
-  for (const UnitEdge &E : P.getEdges())
-    if (Position[E.From] < Position[E.To])
-      Edges.push_back(
-          LPEdge{E.From, E.To, Latency + double(E.Bytes) * SecondsPerByte});
-  return solveFavouriteChildren(Time, Edges, Order, Threshold, NodeLimit);
+  for (const UnitEdge &E : P.getForwardEdges())
+    Edges.push_back(
+        LPEdge{E.From, E.To, Latency + double(E.Bytes) * SecondsPerByte});
+  return solveFavouriteChildren(Time, Edges, P.getTopologicalOrder(), Threshold,
+                                NodeLimit);
 }
 
 } // namespace baechi

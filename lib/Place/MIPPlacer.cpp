@@ -227,13 +227,7 @@ Expected<LevelResult> solveLevel(const PlacementProblem &Q,
   // groups is dropped: the program orders groups, not ops), and which
   // groups reach which.
   ArrayRef<uint32_t> Order = Q.getTopologicalOrder();
-  std::vector<unsigned> Rank(N);
-  for (unsigned I = 0; I != N; ++I)
-    Rank[Order[I]] = I;
-  std::vector<UnitEdge> Edges;
-  for (const UnitEdge &E : Q.getEdges())
-    if (Rank[E.From] < Rank[E.To])
-      Edges.push_back(E);
+  std::vector<UnitEdge> Edges = Q.getForwardEdges();
   std::vector<std::vector<bool>> Reaches(N, std::vector<bool>(N, false));
   {
     std::vector<std::vector<uint32_t>> Succ(N);

@@ -129,6 +129,17 @@ std::string PlacementProblem::describeUnit(unsigned U) const {
          std::to_string(Ops.size() - 1) + " more ops)";
 }
 
+std::vector<UnitEdge> PlacementProblem::getForwardEdges() const {
+  std::vector<uint32_t> Position(getNumUnits());
+  for (unsigned I = 0, E = TopoOrder.size(); I != E; ++I)
+    Position[TopoOrder[I]] = I;
+  std::vector<UnitEdge> Forward;
+  for (const UnitEdge &E : Edges)
+    if (Position[E.From] < Position[E.To])
+      Forward.push_back(E);
+  return Forward;
+}
+
 std::vector<uint32_t>
 PlacementProblem::expand(ArrayRef<uint32_t> UnitPlacement) const {
   assert(UnitPlacement.size() == getNumUnits() && "one device per unit");

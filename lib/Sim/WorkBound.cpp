@@ -29,12 +29,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "dp/Sim/Simulator.h"
+#include "dp/Support/GLPK.h"
 
-#include "llvm/ADT/DenseMap.h"
-#include "llvm/ADT/Hashing.h"
-
-#include <glpk.h>
-
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -49,23 +46,6 @@ struct OpClass {
   uint64_t Persistent = 0;
   uint64_t FitsMask = 0; ///< bit k: one op fits type k
   double Count = 0;
-};
-
-/// Owns a GLPK problem; keeps GLPK quiet while it lives.
-class GLPKProblem {
-public:
-  GLPKProblem() : LP(glp_create_prob()), OldTermOut(glp_term_out(GLP_OFF)) {}
-  ~GLPKProblem() {
-    glp_delete_prob(LP);
-    glp_term_out(OldTermOut);
-  }
-  GLPKProblem(const GLPKProblem &) = delete;
-  GLPKProblem &operator=(const GLPKProblem &) = delete;
-  glp_prob *get() const { return LP; }
-
-private:
-  glp_prob *LP;
-  int OldTermOut;
 };
 } // namespace
 

@@ -82,6 +82,9 @@ public:
   /// from, where the unit graph allows (groups may form cycles; those are
   /// broken by each unit's first op).
   llvm::ArrayRef<uint32_t> getTopologicalOrder() const { return TopoOrder; }
+  /// The edges that go forward in that order: all of getEdges() but those
+  /// that close a cycle of groups.
+  std::vector<UnitEdge> getForwardEdges() const;
   /// "group 12 ('conv1' and 34 more ops)" or "op 'conv1'", for errors.
   std::string describeUnit(unsigned U) const;
 
