@@ -37,16 +37,12 @@
 #include "Placers.h"
 #include "dp/Sim/SimulatePass.h"
 #include "dp/Support/Diagnostics.h"
-#include "dp/Support/Format.h"
 #include "dp/Support/Options.h"
-
-#include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <limits>
-#include <optional>
 #include <tuple>
 
 #ifdef DP_HAVE_CBC
@@ -490,8 +486,8 @@ Expected<std::vector<uint32_t>> placeMIP(const PlacementProblem &P,
       *Opts.Progress << "mip: " << Line << '\n';
   };
 
-  // The warm start: the best baseline placement that fits; else the
-  // units' merge into the first level's groups from one device each.
+  // The warm start: the best baseline placement that fits; when none
+  // does, the levels start from every unit on the first device.
   BestSeed Warm = runSeeds(P, getBaselinePlacers(), Opts, 0, 0);
   std::vector<uint32_t> Best = Warm.Placement;
   double BestStep = Warm.StepTime;
@@ -511,12 +507,13 @@ Expected<std::vector<uint32_t>> placeMIP(const PlacementProblem &P,
   // Levels: FirstGroups groups, then twice as many, up to groups= (and
   // the units); each from the best placement so far, with half the time
   // left (the last with all of it).
-  for (unsigned Groups = std::min({FirstGroups, MaxGroups, Units});;
-       Groups = std::min({2 * Groups, MaxGroups, Units})) {
+  unsigned First = std::min({FirstGroups, MaxGroups, Units}),
+           Top = std::min(MaxGroups, Units);
+  for (unsigned Groups = First;; Groups = std::min(2 * Groups, Top)) {
     double Budget = Left();
     if (Budget <= 0)
       break;
-    bool Last = Groups == std::min(MaxGroups, Units);
+    bool Last = Groups == Top;
     std::vector<uint32_t> GroupOf = groupOnDevices(P, Best, Groups);
     Expected<PlacementProblem> Q = groupProblem(P, GroupOf);
     if (!Q)
@@ -528,7 +525,7 @@ Expected<std::vector<uint32_t>> placeMIP(const PlacementProblem &P,
     Expected<LevelResult> R =
         solveLevel(*Q, Start, Last ? Budget : Budget / 2, Nodes, Who);
     if (!R) {
-      if (Groups == std::min({FirstGroups, MaxGroups, Units}))
+      if (Groups == First)
         return R.takeError();
       Say(toString(R.takeError()) + "; stopping at the last level");
       break;
