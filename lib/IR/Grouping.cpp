@@ -115,24 +115,20 @@ void forEachCrossGroupUse(const Graph &G, ArrayRef<uint32_t> GroupOf,
   }
 }
 
-std::vector<uint64_t> getOpResidentMemory(const Graph &G) {
+std::vector<uint64_t> getOpMemory(const Graph &G) {
   std::vector<uint64_t> Memory(G.getNumOps(), 0);
-  for (OpId O = 0, E = G.getNumOps(); O != E; ++O)
-    if (Optional<int64_t> Bytes = ann::get(G.getOp(O), ann::PersistentBytes))
+  for (OpId O = 0, E = G.getNumOps(); O != E; ++O) {
+    const Op &Node = G.getOp(O);
+    if (Optional<int64_t> Bytes = ann::get(Node, ann::PersistentBytes))
       if (*Bytes > 0)
         Memory[O] += uint64_t(*Bytes);
+    for (TensorId T : Node.Results)
+      if (T != NoId)
+        Memory[O] += G.getTensor(T).Type.getSizeInBytes().getValueOr(0);
+  }
   for (const Tensor &Tn : G.tensors())
     if (Tn.Producer == NoId && !Tn.Uses.empty())
       Memory[Tn.Uses.front().User] += Tn.Type.getSizeInBytes().getValueOr(0);
-  return Memory;
-}
-
-std::vector<uint64_t> getOpMemory(const Graph &G) {
-  std::vector<uint64_t> Memory = getOpResidentMemory(G);
-  for (OpId O = 0, E = G.getNumOps(); O != E; ++O)
-    for (TensorId T : G.getOp(O).Results)
-      if (T != NoId)
-        Memory[O] += G.getTensor(T).Type.getSizeInBytes().getValueOr(0);
   return Memory;
 }
 

@@ -289,7 +289,7 @@ Expected<LevelResult> solveLevel(const PlacementProblem &Q,
   // come and go; the simulator checks them).
   std::vector<double> Resident(N, 0);
   {
-    std::vector<uint64_t> OpBytes = getOpResidentMemory(Q.getGraph());
+    std::vector<uint64_t> OpBytes = getResidentBytes(Q.getSimGraph());
     for (OpId O = 0, E = Q.getGraph().getNumOps(); O != E; ++O)
       Resident[Q.getUnitOf(O)] += double(OpBytes[O]);
   }

@@ -389,6 +389,15 @@ void Simulator::placeTensors() {
   }
 }
 
+// What startStep() allocates before the step, by the op that puts it on
+// its device (a source tensor's home is its first reader's device).
+std::vector<uint64_t> getResidentBytes(const SimGraph &G) {
+  std::vector<uint64_t> Bytes(G.OpPersistent);
+  for (uint32_t T : G.SourceTensors)
+    Bytes[G.Consumers[G.ConsumersBegin[T]]] += G.TensorBytes[T];
+  return Bytes;
+}
+
 void Simulator::startStep(SimResult &R) {
   // Persistent bytes first: they are there before the step starts.
   for (uint32_t Op = 0; Op != G.NumOps; ++Op)

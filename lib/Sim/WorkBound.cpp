@@ -78,9 +78,7 @@ double computeHeterogeneousWorkBound(const SimGraph &G) {
   // What each op keeps on its device (its home tensors included) and
   // what it needs there while it runs.
   unsigned NumOps = G.getNumOps();
-  std::vector<uint64_t> Persistent(G.OpPersistent), Running(NumOps, 0);
-  for (uint32_t T : G.SourceTensors)
-    Persistent[G.Consumers[G.ConsumersBegin[T]]] += G.TensorBytes[T];
+  std::vector<uint64_t> Persistent = getResidentBytes(G), Running(NumOps, 0);
   for (uint32_t Op = 0; Op != NumOps; ++Op) {
     uint64_t Bytes = G.OpPersistent[Op] + G.OpWorkspace[Op];
     for (unsigned I = G.OpInputsBegin[Op]; I != G.OpInputsBegin[Op + 1]; ++I)

@@ -89,9 +89,6 @@ void forEachCrossGroupUse(const Graph &G, llvm::ArrayRef<uint32_t> GroupOf,
 /// results, its `persistent_bytes`, and the weights and graph inputs it is
 /// the first reader of. A group's memory is the sum over its ops.
 std::vector<uint64_t> getOpMemory(const Graph &G);
-/// The part of getOpMemory() that stays on the op's device all step: its
-/// `persistent_bytes` and the weights and graph inputs it first reads.
-std::vector<uint64_t> getOpResidentMemory(const Graph &G);
 
 } // namespace dp
 

@@ -71,7 +71,13 @@ public:
 private:
   friend class Simulator;
   friend LowerBounds computeLowerBounds(const SimGraph &G);
+
+  /// Per op, the bytes the simulator allocates on the op's device before
+  /// the step and keeps to its end: the op's persistent bytes and the
+  /// weights and inputs it is the first reader of (their home).
+  std::vector<uint64_t> getResidentBytes(const SimGraph &G);
   friend double computeHeterogeneousWorkBound(const SimGraph &G);
+  friend std::vector<uint64_t> getResidentBytes(const SimGraph &G);
 
   const Cluster *C = nullptr;
   unsigned NumOps = 0, NumDevices = 0, NumTensors = 0;
