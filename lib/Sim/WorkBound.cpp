@@ -33,6 +33,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 
 using namespace llvm;
@@ -97,6 +98,8 @@ double computeHeterogeneousWorkBound(const SimGraph &G) {
     std::vector<double> Time(NumTypes);
     uint64_t Fits = 0;
     for (unsigned K = 0; K != NumTypes; ++K) {
+      if (Rep[K] == ~0u)
+        continue; // a type without devices takes no op
       Time[K] = G.getTime(Op, Rep[K]);
       if (Running[Op] <= C.getTypes()[K].MemoryBytes &&
           Persistent[Op] <= C.getTypes()[K].MemoryBytes)
@@ -132,8 +135,13 @@ double computeHeterogeneousWorkBound(const SimGraph &G) {
   // Times in units of the mean op's fastest time, so that the matrix's
   // entries are near 1.
   double Scale = 0;
-  for (const OpClass &Cl : Classes)
-    Scale += Cl.Count * *std::min_element(Cl.Time.begin(), Cl.Time.end());
+  for (const OpClass &Cl : Classes) {
+    double Fastest = std::numeric_limits<double>::infinity();
+    for (unsigned K = 0; K != NumTypes; ++K)
+      if (Cl.FitsMask >> K & 1)
+        Fastest = std::min(Fastest, Cl.Time[K]);
+    Scale += Cl.Count * Fastest;
+  }
   Scale = Scale > 0 ? Scale / NumOps : 1;
 
   std::vector<int> Rows{0}, Cols{0};
