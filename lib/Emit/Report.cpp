@@ -251,11 +251,7 @@ static void writeHTMLSummary(HTMLWriter &H, const PlacedStep &S) {
   Row("placer", ann::get(G, ann::Placer).getValueOr("given"));
   Row("ops", Twine(G.getNumOps()));
   Row("predicted step time", formatSeconds(R.StepTime));
-  Row("lower bound", formatSeconds(S.Bounds.best()) + " (critical path " +
-                         formatSeconds(S.Bounds.CriticalPath) +
-                         ", work / devices " + formatSeconds(S.Bounds.Work) +
-                         ", work split over types " +
-                         formatSeconds(S.Bounds.HeterogeneousWork) + ")");
+  Row("lower bound", formatLowerBounds(S.Bounds));
   Row("gap to the lower bound", formatv("{0:F1} %", Gap).str());
   if (S.Baseline.Device >= 0)
     Row("speed-up over the best single device",

@@ -58,6 +58,14 @@ std::string formatSeconds(double Seconds) {
   return formatv("{0:F3} us", Seconds * 1e6).str();
 }
 
+std::string formatLowerBounds(const LowerBounds &LB) {
+  return formatSeconds(LB.best()) + " (critical path " +
+         formatSeconds(LB.CriticalPath) + ", work / devices " +
+         formatSeconds(LB.Work) + ", work split over types " +
+         formatSeconds(LB.HeterogeneousWork) + ", head + work + tail " +
+         formatSeconds(LB.HeadWorkTail) + ")";
+}
+
 SingleDeviceBaseline computeSingleDeviceBaseline(const SimGraph &SG) {
   SingleDeviceBaseline B;
   Simulator Sim(SG);
@@ -85,11 +93,8 @@ void printSimulationReport(raw_ostream &OS, const Graph &G, const Cluster &C,
      << "' (placer: " << getPlacerName(G) << ")\n";
   OS << "  step time:    " << formatSeconds(R.StepTime) << '\n';
   double Gap = LB.best() > 0 ? (R.StepTime / LB.best() - 1) * 100 : 0;
-  OS << "  lower bound:  " << formatSeconds(LB.best()) << " (critical path "
-     << formatSeconds(LB.CriticalPath) << ", work / devices "
-     << formatSeconds(LB.Work) << ", work split over types "
-     << formatSeconds(LB.HeterogeneousWork) << "); gap " << format("%.1f", Gap)
-     << " %\n";
+  OS << "  lower bound:  " << formatLowerBounds(LB) << "; gap "
+     << format("%.1f", Gap) << " %\n";
   if (Baseline) {
     OS << "  speed-up:     ";
     if (Baseline->Device < 0)
@@ -180,6 +185,7 @@ void writeSummary(json::OStream &J, const Graph &G, const Cluster &C,
     J.attribute("critical_path_bound_s", LB.CriticalPath);
     J.attribute("work_bound_s", LB.Work);
     J.attribute("heterogeneous_work_bound_s", LB.HeterogeneousWork);
+    J.attribute("head_work_tail_bound_s", LB.HeadWorkTail);
     J.attribute("oom", R.OOM);
     if (R.OOM) {
       J.attribute("oom_device", C.getDevices()[R.OOMDevice].Name);

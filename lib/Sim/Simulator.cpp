@@ -529,6 +529,7 @@ LowerBounds computeLowerBounds(const SimGraph &G) {
     Capacity -= Grp.Devices.size() - Grp.getCapacity();
   LB.Work = D ? Work / Capacity : 0;
   LB.HeterogeneousWork = computeHeterogeneousWorkBound(G);
+  LB.HeadWorkTail = computeHeadWorkTailBound(G);
   return LB;
 }
 

@@ -117,6 +117,10 @@ std::string getChannelName(const Cluster &C, unsigned Channel);
 /// "1.234 ms": seconds with three decimals in s, ms or us.
 std::string formatSeconds(double Seconds);
 
+/// "7.000 ms (critical path 6.000 ms, work / devices ...)": the best of
+/// \p LB and each of its bounds, as reports print them.
+std::string formatLowerBounds(const LowerBounds &LB);
+
 } // namespace dp
 
 #endif // DP_SIM_SIMULATEPASS_H

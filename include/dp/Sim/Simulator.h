@@ -77,6 +77,7 @@ private:
   /// weights and inputs it is the first reader of (their home).
   std::vector<uint64_t> getResidentBytes(const SimGraph &G);
   friend double computeHeterogeneousWorkBound(const SimGraph &G);
+  friend double computeHeadWorkTailBound(const SimGraph &G);
   friend std::vector<uint64_t> getResidentBytes(const SimGraph &G);
 
   const Cluster *C = nullptr;
@@ -233,11 +234,23 @@ struct LowerBounds {
   /// share at most its devices' worth, within memory
   /// (computeHeterogeneousWorkBound()); 0 when nothing fits.
   double HeterogeneousWork = 0;
+  /// The critical path coupled with the devices' capacity: the largest
+  /// head + work / rate + tail over sets of ops that start late and end
+  /// early (computeHeadWorkTailBound()).
+  double HeadWorkTail = 0;
   double best() const {
-    return std::max(CriticalPath, std::max(Work, HeterogeneousWork));
+    return std::max(std::max(CriticalPath, Work),
+                    std::max(HeterogeneousWork, HeadWorkTail));
   }
 };
 LowerBounds computeLowerBounds(const SimGraph &G);
+
+/// max over sets S of ops of min head + W(S) / R + min tail, where heads
+/// and tails are longest paths at the ops' fastest times without
+/// transfers, W(S) is S's fastest work and R the work the devices do per
+/// second in those units; lib/Sim/PathBound.cpp derives it. At least the
+/// critical path and work / devices; 0 when an op has no finite time.
+double computeHeadWorkTailBound(const SimGraph &G);
 
 /// The smallest T such that the ops can be split, fractionally, over the
 /// cluster's device types with no type busier than T times its devices
