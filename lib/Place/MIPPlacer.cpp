@@ -6,30 +6,37 @@
 //
 // place{algo=mip}: from the best baseline placement, levels of 16, 32, ...
 // groups (up to groups=) of units that the best placement so far puts on
-// one device are placed and ordered per device by a mixed-integer program
-// in the manner of Pesto (Hafeez et al., Middleware 2021), solved by CBC
-// within seconds=:
+// one device are placed, and their jobs ordered per device, by a
+// mixed-integer program in the manner of Pesto (Hafeez et al., Middleware
+// 2021), solved by CBC within seconds=. The jobs are the graph's ops,
+// each on its group's device (schedule=ops, and schedule=auto where that
+// program has at most MaxOpRows constraints), or the groups as blocks
+// (schedule=groups; auto's choice for larger programs):
 //
-//   x[u][d] in {0,1}   group u on device d (0 where the bytes u keeps on
+//   x[g][d] in {0,1}   group g on device d (0 where the bytes g keeps on
 //                      a device all step exceed d's memory)
-//   s[u] >= 0          u's start; p_d(u) its time on d
-//   sum_d x[u][d] = 1
-//   sum_u kept(u) x[u][d] <= capacity(d)
-//   s[v] >= s[u] + sum_d p_d(u) x[u][d] + t_e(a, b) (x[u][a] + x[v][b] - 1)
-//                      every edge e = (u, v) forward in topological order,
-//                      every a != b, t_e the idle-route transfer time of
-//                      e's bytes from a to b (and with no transfer term
-//                      once)
-//   for u, v with no path between them, o[u][v] in {0,1}, every d:
-//     s[v] >= s[u] + p_d(u) - 2H (1 - o) - 2H (2 - x[u][d] - x[v][d])
-//     s[u] >= s[v] + p_d(v) - 2H o       - 2H (2 - x[u][d] - x[v][d])
-//   c >= s[u] + sum_d p_d(u) x[u][d];  minimize c
+//   s[j] >= 0          job j's start; p_d(j) its time on d, g(j) its group
+//   sum_d x[g][d] = 1
+//   sum_g kept(g) x[g][d] <= capacity(d)
+//   s[k] >= s[j] + sum_d p_d(j) x[g(j)][d]
+//               + t_e(a, b) (x[g(j)][a] + x[g(k)][b] - 1)
+//                      every edge e = (j, k) (for groups: forward in
+//                      topological order), every a != b, t_e the
+//                      idle-route transfer time of e's bytes from a to b
+//                      (and once with no transfer term; only that one
+//                      where j and k share a group)
+//   for j, k with no path between them, o[j][k] in {0,1}, and for every d
+//   (or once, with p summed over d, where they share a group):
+//     s[k] >= s[j] + p_d(j) - 2H (1 - o) - 2H (2 - x[g(j)][d] - x[g(k)][d])
+//     s[j] >= s[k] + p_d(k) - 2H o       - 2H (2 - x[g(j)][d] - x[g(k)][d])
+//   c >= s[j] + sum_d p_d(j) x[g(j)][d];  minimize c
 //
 // H is a horizon no schedule of the model needs to exceed. The model is
 // the simulator's without link contention or memory over time, so its
-// optimum is not the simulated step: every level's solution is simulated,
-// and the placer returns the best simulated placement that fits, never
-// slower than the warm start (which is each level's first solution).
+// optimum is not the simulated step: CBC's best solution and the others
+// it saved are simulated at every level, and the placer returns the best
+// simulated placement that fits, never slower than the warm start (which
+// is each level's first solution: for ops, its simulated schedule).
 // docs/placers.md ("mip") says more.
 //
 //===----------------------------------------------------------------------===//
@@ -39,10 +46,13 @@
 #include "dp/Support/Diagnostics.h"
 #include "dp/Support/Options.h"
 
+#include "llvm/ADT/BitVector.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <tuple>
 
 #ifdef DP_HAVE_CBC
@@ -61,6 +71,22 @@ static constexpr unsigned DefaultGroups = 256;
 static constexpr double DefaultSeconds = 60;
 /// Larger models are refused: CBC would spend the budget building them.
 static constexpr double MaxModelRows = 2e6;
+/// schedule=auto schedules ops where their program has at most this many
+/// constraints, else groups (docs/placers.md, "mip").
+static constexpr double MaxOpRows = 1e5;
+/// Beyond this many ops schedule=auto schedules groups without counting
+/// the ops' program: it would exceed MaxOpRows unless nearly every pair of
+/// ops is ordered by a path. And beyond MaxJobs no program is built: which
+/// job reaches which is a jobs x jobs bit matrix.
+static constexpr unsigned MaxAutoOps = 3000, MaxJobs = 20000;
+
+/// What a level's program schedules (schedule=).
+enum class ScheduleKind : uint8_t { Auto, Ops, Groups };
+static constexpr EnumEntry<ScheduleKind> ScheduleNames[] = {
+    {"auto", ScheduleKind::Auto},
+    {"ops", ScheduleKind::Ops},
+    {"groups", ScheduleKind::Groups},
+};
 
 #ifdef DP_HAVE_CBC
 namespace {
@@ -199,9 +225,92 @@ std::vector<uint32_t> groupOnDevices(const PlacementProblem &P,
   return GroupOf;
 }
 
+/// What one level's program schedules: jobs (the level's groups, or the
+/// graph's ops), the group each belongs to (placed as one), their times,
+/// the edges between them (forward in job order), and the warm start's
+/// start times.
+struct Jobs {
+  unsigned N = 0;
+  std::vector<uint32_t> Group, Order;
+  std::vector<double> Time; ///< Time[J * devices + Dev]
+  std::vector<UnitEdge> Edges;
+  std::vector<double> Begin;
+  double getTime(unsigned J, unsigned Dev, unsigned D) const {
+    return Time[size_t(J) * D + Dev];
+  }
+};
+
+/// The level's groups as jobs: a group runs as one block, after the
+/// groups it reads from in topological order (an edge that closes a cycle
+/// of groups is dropped), from the model's schedule of \p Start.
+Jobs groupJobs(const PlacementProblem &Q, ArrayRef<uint32_t> Start) {
+  Jobs J;
+  unsigned D = Q.getNumDevices();
+  J.N = Q.getNumUnits();
+  J.Group.resize(J.N);
+  for (unsigned U = 0; U != J.N; ++U)
+    J.Group[U] = U;
+  J.Order.assign(Q.getTopologicalOrder().begin(),
+                 Q.getTopologicalOrder().end());
+  J.Time.resize(size_t(J.N) * D);
+  for (unsigned U = 0; U != J.N; ++U)
+    for (unsigned Dev = 0; Dev != D; ++Dev)
+      J.Time[size_t(U) * D + Dev] = Q.getUnitTime(U, Dev);
+  J.Edges = Q.getForwardEdges();
+  J.Begin = scheduleInModel(Q, Start, J.Order, J.Edges);
+  return J;
+}
+
+/// The graph's ops as jobs, each placed with its group: an op waits for
+/// the ops whose results it reads (weights and inputs are on their device
+/// from the start), so no edge is dropped and ops of different groups
+/// interleave on a device as the simulator runs them. The start times are
+/// the simulated step's of \p Start, a solution of the program (transfers
+/// there take at least their idle-route time).
+Jobs opJobs(const PlacementProblem &Q, ArrayRef<uint32_t> Start) {
+  Jobs J;
+  const Graph &G = Q.getGraph();
+  const SimGraph &SG = Q.getSimGraph();
+  unsigned D = Q.getNumDevices();
+  J.N = G.getNumOps();
+  J.Group.resize(J.N);
+  J.Order.resize(J.N);
+  J.Time.resize(size_t(J.N) * D);
+  for (OpId O = 0; O != J.N; ++O) {
+    J.Group[O] = Q.getUnitOf(O);
+    J.Order[O] = O; // ops are in topological order
+    for (unsigned Dev = 0; Dev != D; ++Dev)
+      J.Time[size_t(O) * D + Dev] = SG.getTime(O, Dev);
+  }
+  std::map<std::pair<uint32_t, uint32_t>, uint64_t> Bytes;
+  for (const Tensor &Tn : G.tensors()) {
+    if (Tn.Producer == NoId)
+      continue;
+    uint64_t Size = Tn.Type.getSizeInBytes().getValueOr(0);
+    uint32_t Last = ~0u;
+    for (const Use &U : Tn.Uses) // uses are in op order: once per reader
+      if (U.User != Last && U.User != Tn.Producer) {
+        Bytes[{Tn.Producer, U.User}] += Size;
+        Last = U.User;
+      }
+  }
+  for (const auto &[Key, Size] : Bytes)
+    J.Edges.push_back({Key.first, Key.second, Size});
+  std::vector<uint32_t> Placement = Q.expand(Start);
+  Simulator Sim(SG);
+  SimResult R;
+  Sim.run(Placement, R, /*RecordTimeline=*/true);
+  J.Begin.resize(J.N);
+  for (OpId O = 0; O != J.N; ++O)
+    J.Begin[O] = R.Ops[O].Start;
+  return J;
+}
+
 /// What one level's program gave.
 struct LevelResult {
   std::vector<uint32_t> Device; ///< per group; empty: no solution
+  /// The other placements among CBC's saved solutions, best first.
+  std::vector<std::vector<uint32_t>> Others;
   bool Optimal = false;
   double Objective = 0, Bound = 0; ///< the model's step and bound, seconds
   unsigned Columns = 0;
@@ -209,62 +318,62 @@ struct LevelResult {
   double StartViolation = 0; ///< the start's worst row shortfall
 };
 
-/// Builds the program for the groups of \p Q and solves it within
-/// \p Seconds (none: infinite) and \p Nodes branch-and-bound nodes (0: no
-/// limit) from \p Start (a device per group), or fails if the program
-/// would exceed MaxModelRows.
-Expected<LevelResult> solveLevel(const PlacementProblem &Q,
+/// Builds the program for the jobs \p J of \p Q's groups and solves it
+/// within \p Seconds (none: infinite) and \p Nodes branch-and-bound nodes
+/// (0: no limit) from \p Start (a device per group), or fails if the
+/// program would exceed \p RowLimit constraints.
+Expected<LevelResult> solveLevel(const PlacementProblem &Q, const Jobs &J,
                                  ArrayRef<uint32_t> Start, double Seconds,
-                                 uint64_t Nodes, StringRef Who) {
-  unsigned N = Q.getNumUnits(), D = Q.getNumDevices();
+                                 uint64_t Nodes, StringRef Who,
+                                 double RowLimit) {
+  unsigned N = J.N, NG = Q.getNumUnits(), D = Q.getNumDevices();
   const Cluster &C = Q.getCluster();
+  ArrayRef<uint32_t> Grp = J.Group;
 
-  // Forward edges of the topological order (a back edge of a cycle of
-  // groups is dropped: the program orders groups, not ops), and which
-  // groups reach which.
-  ArrayRef<uint32_t> Order = Q.getTopologicalOrder();
-  std::vector<UnitEdge> Edges = Q.getForwardEdges();
-  std::vector<std::vector<bool>> Reaches(N, std::vector<bool>(N, false));
+  if (N > MaxJobs)
+    return makeError(Who + ": " + Twine(N) + " jobs to order, more than " +
+                     Twine(MaxJobs) + "; schedule groups (schedule=groups)");
+  // Which jobs reach which, along the edges.
+  std::vector<BitVector> Reaches(N, BitVector(N));
   {
     std::vector<std::vector<uint32_t>> Succ(N);
-    for (const UnitEdge &E : Edges)
+    for (const UnitEdge &E : J.Edges)
       Succ[E.From].push_back(E.To);
-    for (auto It = Order.rbegin(); It != Order.rend(); ++It)
+    for (auto It = J.Order.rbegin(); It != J.Order.rend(); ++It)
       for (uint32_t V : Succ[*It]) {
-        Reaches[*It][V] = true;
-        for (unsigned W = 0; W != N; ++W)
-          if (Reaches[V][W])
-            Reaches[*It][W] = true;
+        Reaches[*It].set(V);
+        Reaches[*It] |= Reaches[V];
       }
   }
-  uint64_t Unordered = 0;
+  double Rows = 2.0 * NG + D + N;
   for (unsigned U = 0; U != N; ++U)
     for (unsigned V = U + 1; V != N; ++V)
-      Unordered += !Reaches[U][V] && !Reaches[V][U];
-  double Rows =
-      double(Unordered) * 2 * D + double(Edges.size()) * D * D + 2.0 * N + D;
-  if (Rows > MaxModelRows)
-    return makeError(Who + ": " + Twine(N) + " groups give a program of " +
+      if (!Reaches[U][V] && !Reaches[V][U])
+        Rows += Grp[U] == Grp[V] ? 2 : 2 * D;
+  for (const UnitEdge &E : J.Edges)
+    Rows += Grp[E.From] == Grp[E.To] ? 1 : 1 + D * (D - 1);
+  if (Rows > RowLimit)
+    return makeError(Who + ": " + Twine(NG) + " groups give a program of " +
                      Twine(uint64_t(Rows)) + " constraints, more than " +
-                     Twine(uint64_t(MaxModelRows)) + "; give fewer groups");
+                     Twine(uint64_t(RowLimit)) + "; give fewer groups");
 
-  // Times in units of the mean group's fastest time.
+  // Times in units of the mean job's fastest time.
   double Scale = 0;
   for (unsigned U = 0; U != N; ++U) {
     double Fastest = std::numeric_limits<double>::infinity();
     for (unsigned Dev = 0; Dev != D; ++Dev)
-      Fastest = std::min(Fastest, Q.getUnitTime(U, Dev));
+      Fastest = std::min(Fastest, J.getTime(U, Dev, D));
     Scale += Fastest;
   }
   Scale = Scale > 0 ? Scale / N : 1;
-  double Horizon = 0; // every group at its slowest, every edge's worst move
+  double Horizon = 0; // every job at its slowest, every edge's worst move
   for (unsigned U = 0; U != N; ++U) {
     double Slowest = 0;
     for (unsigned Dev = 0; Dev != D; ++Dev)
-      Slowest = std::max(Slowest, Q.getUnitTime(U, Dev));
+      Slowest = std::max(Slowest, J.getTime(U, Dev, D));
     Horizon += Slowest;
   }
-  for (const UnitEdge &E : Edges) {
+  for (const UnitEdge &E : J.Edges) {
     double Worst = 0;
     for (unsigned A = 0; A != D; ++A)
       for (unsigned B = 0; B != D; ++B)
@@ -272,7 +381,7 @@ Expected<LevelResult> solveLevel(const PlacementProblem &Q,
     Horizon += Worst;
   }
   Horizon /= Scale;
-  // Beyond 1e9 mean groups' times, big-M terms swamp the solver's
+  // Beyond 1e9 mean jobs' times, big-M terms swamp the solver's
   // tolerances (and CLP stops the process on some such programs).
   if (!std::isfinite(Scale) || !(Horizon <= 1e9))
     return makeError(Who + ": the groups' times span too wide a range for "
@@ -287,7 +396,7 @@ Expected<LevelResult> solveLevel(const PlacementProblem &Q,
 
   // Memory, in capacities: what stays on a device all step (activations
   // come and go; the simulator checks them).
-  std::vector<double> Resident(N, 0);
+  std::vector<double> Resident(NG, 0);
   {
     std::vector<uint64_t> OpBytes = getResidentBytes(Q.getSimGraph());
     for (OpId O = 0, E = Q.getGraph().getNumOps(); O != E; ++O)
@@ -296,19 +405,21 @@ Expected<LevelResult> solveLevel(const PlacementProblem &Q,
   CbcModel Cbc;
   Cbc_setLogLevel(Cbc.M, 0);
   MIPModel Model(Cbc.M);
-  std::vector<int> X(size_t(N) * D, -1), S(N);
-  for (unsigned U = 0; U != N; ++U) {
+  std::vector<int> X(size_t(NG) * D, -1), S(N);
+  for (unsigned U = 0; U != NG; ++U)
     for (unsigned Dev = 0; Dev != D; ++Dev) {
       bool Fits = Resident[U] <= double(Q.getDeviceCapacity(Dev));
       X[U * D + Dev] = Model.addColumn(0, Fits ? 1 : 0, 0, true);
     }
+  for (unsigned U = 0; U != N; ++U)
     S[U] = Model.addColumn(0, Horizon, 0, false);
-  }
   int Makespan = Model.addColumn(0, Horizon, 1, false);
   auto T = [&](unsigned U, unsigned Dev) {
-    return Q.getUnitTime(U, Dev) / Scale;
+    return J.getTime(U, Dev, D) / Scale;
   };
-  for (unsigned U = 0; U != N; ++U) { // one device each: >= 1 and <= 1
+  /// x of job U's group on device Dev.
+  auto XOf = [&](unsigned U, unsigned Dev) { return X[Grp[U] * D + Dev]; };
+  for (unsigned U = 0; U != NG; ++U) { // one device each: >= 1 and <= 1
     std::vector<int> Cols;
     for (unsigned Dev = 0; Dev != D; ++Dev)
       Cols.push_back(X[U * D + Dev]);
@@ -319,7 +430,7 @@ Expected<LevelResult> solveLevel(const PlacementProblem &Q,
     std::vector<int> Cols;
     std::vector<double> Coefs;
     double Capacity = double(Q.getDeviceCapacity(Dev));
-    for (unsigned U = 0; U != N; ++U)
+    for (unsigned U = 0; U != NG; ++U)
       if (Resident[U] > 0) {
         Cols.push_back(X[U * D + Dev]);
         Coefs.push_back(-Resident[U] / Capacity);
@@ -333,17 +444,19 @@ Expected<LevelResult> solveLevel(const PlacementProblem &Q,
     std::vector<double> Coefs{1, -1};
     for (unsigned Dev = 0; Dev != D; ++Dev) {
       double Coef = -T(E.From, Dev) - (int(Dev) == A ? Delay : 0);
-      Cols.push_back(X[E.From * D + Dev]);
+      Cols.push_back(XOf(E.From, Dev));
       Coefs.push_back(Coef);
     }
     if (B >= 0) {
-      Cols.push_back(X[E.To * D + B]);
+      Cols.push_back(XOf(E.To, B));
       Coefs.push_back(-Delay);
     }
     Model.addRow(Cols, Coefs, B >= 0 ? -Delay : 0);
   };
-  for (const UnitEdge &E : Edges) {
+  for (const UnitEdge &E : J.Edges) {
     Precedence(E, -1, -1, 0);
+    if (Grp[E.From] == Grp[E.To])
+      continue; // one device: no transfer
     for (unsigned A = 0; A != D; ++A)
       for (unsigned B = 0; B != D; ++B)
         if (A != B && C.getTransferTime(A, B, E.Bytes) > 0)
@@ -360,8 +473,25 @@ Expected<LevelResult> solveLevel(const PlacementProblem &Q,
         continue;
       int O = Model.addColumn(0, 1, 0, true); // 1: u before v
       Pairs.emplace_back(U, V, O);
+      if (Grp[U] == Grp[V]) { // one device, whichever it is
+        // s[v] >= s[u] + sum_d p_d(u) x[g][d] - M (1 - o).
+        std::vector<int> Cols{S[V], S[U], O};
+        std::vector<double> Before{1, -1, -BigM}, After{-1, 1, BigM};
+        for (unsigned Dev = 0; Dev != D; ++Dev) {
+          Cols.push_back(XOf(U, Dev));
+          Before.push_back(-T(U, Dev));
+        }
+        Model.addRow(Cols, Before, -BigM);
+        // s[u] >= s[v] + sum_d p_d(v) x[g][d] - M o.
+        for (unsigned Dev = 0; Dev != D; ++Dev) {
+          Cols[3 + Dev] = XOf(V, Dev);
+          After.push_back(-T(V, Dev));
+        }
+        Model.addRow(Cols, After, 0);
+        continue;
+      }
       for (unsigned Dev = 0; Dev != D; ++Dev) {
-        int XU = X[U * D + Dev], XV = X[V * D + Dev];
+        int XU = XOf(U, Dev), XV = XOf(V, Dev);
         // s[v] >= s[u] + p_d(u) - M (1 - o) - M (2 - x[u][d] - x[v][d]):
         // s[v] - s[u] - M o - M x[u][d] - M x[v][d] >= p_d(u) - 3M.
         Model.addRow({S[V], S[U], O, XU, XV}, {1, -1, -BigM, -BigM, -BigM},
@@ -375,7 +505,7 @@ Expected<LevelResult> solveLevel(const PlacementProblem &Q,
     std::vector<int> Cols{Makespan, S[U]};
     std::vector<double> Coefs{1, -1};
     for (unsigned Dev = 0; Dev != D; ++Dev) {
-      Cols.push_back(X[U * D + Dev]);
+      Cols.push_back(XOf(U, Dev));
       Coefs.push_back(-T(U, Dev));
     }
     Model.addRow(Cols, Coefs, 0);
@@ -384,22 +514,28 @@ Expected<LevelResult> solveLevel(const PlacementProblem &Q,
   // The start, as a solution of the program.
   double StartViolation = 0;
   {
-    std::vector<double> Begin = scheduleInModel(Q, Start, Order, Edges);
     std::vector<int> Idx;
     std::vector<double> Val;
     double End = 0;
-    for (unsigned U = 0; U != N; ++U) {
+    for (unsigned U = 0; U != NG; ++U)
       for (unsigned Dev = 0; Dev != D; ++Dev) {
         Idx.push_back(X[U * D + Dev]);
         Val.push_back(Start[U] == Dev ? 1 : 0);
       }
+    for (unsigned U = 0; U != N; ++U) {
       Idx.push_back(S[U]);
-      Val.push_back(Begin[U] / Scale);
-      End = std::max(End, Begin[U] / Scale + T(U, Start[U]));
+      Val.push_back(J.Begin[U] / Scale);
+      End = std::max(End, J.Begin[U] / Scale + T(U, Start[Grp[U]]));
     }
     for (const auto &[U, V, O] : Pairs) {
+      // u first when it starts first, or at once and ends first (an op of
+      // no time that ran just before the other).
+      double EndU = J.Begin[U] + J.getTime(U, Start[Grp[U]], D),
+             EndV = J.Begin[V] + J.getTime(V, Start[Grp[V]], D);
+      bool First =
+          J.Begin[U] != J.Begin[V] ? J.Begin[U] < J.Begin[V] : EndU <= EndV;
       Idx.push_back(O);
-      Val.push_back(Begin[U] <= Begin[V] ? 1 : 0);
+      Val.push_back(First ? 1 : 0);
     }
     Idx.push_back(Makespan);
     Val.push_back(End);
@@ -421,6 +557,7 @@ Expected<LevelResult> solveLevel(const PlacementProblem &Q,
   // the time limit stops a search of a few thousand columns; without it
   // the search runs on the program as built.
   Cbc_setParameter(Cbc.M, "preprocess", "off");
+  Cbc_setParameter(Cbc.M, "maxSavedSolutions", "16");
   Cbc_solve(Cbc.M);
   const double *Sol = Cbc_bestSolution(Cbc.M); // null: none feasible
   if (!Sol)
@@ -428,11 +565,20 @@ Expected<LevelResult> solveLevel(const PlacementProblem &Q,
   R.Optimal = Cbc_isProvenOptimal(Cbc.M);
   R.Objective = Cbc_getObjValue(Cbc.M) * Scale;
   R.Bound = std::max(0.0, Cbc_getBestPossibleObjValue(Cbc.M) * Scale);
-  R.Device.assign(N, 0);
-  for (unsigned U = 0; U != N; ++U)
-    for (unsigned Dev = 0; Dev != D; ++Dev)
-      if (Sol[X[U * D + Dev]] > 0.5)
-        R.Device[U] = Dev;
+  auto Devices = [&](const double *Values) {
+    std::vector<uint32_t> Device(NG, 0);
+    for (unsigned U = 0; U != NG; ++U)
+      for (unsigned Dev = 0; Dev != D; ++Dev)
+        if (Values[X[U * D + Dev]] > 0.5)
+          Device[U] = Dev;
+    return Device;
+  };
+  R.Device = Devices(Sol);
+  for (int I = 0, E = Cbc_numberSavedSolutions(Cbc.M); I != E; ++I) {
+    std::vector<uint32_t> Other = Devices(Cbc_savedSolution(Cbc.M, I));
+    if (Other != R.Device && !is_contained(R.Others, Other))
+      R.Others.push_back(std::move(Other));
+  }
   return R;
 }
 
@@ -461,8 +607,10 @@ Expected<std::vector<uint32_t>> placeMIP(const PlacementProblem &P,
                                          const PlaceOptions &Opts) {
   std::string Who = "place{algo=mip}";
   unsigned MaxGroups = DefaultGroups;
+  ScheduleKind Schedule = ScheduleKind::Auto;
   OptionTable Table(Who);
   Table.integer("groups", MaxGroups, 1u);
+  Table.choice<ScheduleKind>("schedule", Schedule, ScheduleNames);
   if (Error E = OptionError::toLocated(Table.parse(Opts.Extra)))
     return std::move(E);
 #ifndef DP_HAVE_CBC
@@ -522,8 +670,24 @@ Expected<std::vector<uint32_t>> placeMIP(const PlacementProblem &P,
     std::vector<uint32_t> Start(N);
     for (unsigned U = 0; U != Units; ++U)
       Start[GroupOf[U]] = Best[U];
-    Expected<LevelResult> R =
-        solveLevel(*Q, Start, Last ? Budget : Budget / 2, Nodes, Who);
+    double Time = Last ? Budget : Budget / 2;
+    bool OnOps = Schedule == ScheduleKind::Ops ||
+                 (Schedule == ScheduleKind::Auto &&
+                  P.getGraph().getNumOps() <= MaxAutoOps);
+    auto Solve = [&]() -> Expected<LevelResult> {
+      if (OnOps) {
+        Expected<LevelResult> OnOpsResult = solveLevel(
+            *Q, opJobs(*Q, Start), Start, Time, Nodes, Who,
+            Schedule == ScheduleKind::Ops ? MaxModelRows : MaxOpRows);
+        if (OnOpsResult || Schedule != ScheduleKind::Auto)
+          return OnOpsResult;
+        consumeError(OnOpsResult.takeError()); // too large: the groups
+        OnOps = false;
+      }
+      return solveLevel(*Q, groupJobs(*Q, Start), Start, Time, Nodes, Who,
+                        MaxModelRows);
+    };
+    Expected<LevelResult> R = Solve();
     if (!R) {
       if (Groups == First)
         return R.takeError();
@@ -531,26 +695,49 @@ Expected<std::vector<uint32_t>> placeMIP(const PlacementProblem &P,
       break;
     }
     std::string Line =
-        (Twine(N) + " groups (" + Twine(R->Columns) + " columns, " +
-         Twine(R->Rows) + " rows, start " +
+        (Twine(N) + " groups, " + (OnOps ? "ops" : "groups") + " scheduled (" +
+         Twine(R->Columns) + " columns, " + Twine(R->Rows) + " rows, start " +
          (R->StartViolation > 1e-6 ? "outside" : "inside") + "): ")
             .str();
     if (R->Device.empty()) {
       Say(Line + "CBC found no solution");
     } else {
-      std::vector<uint32_t> Placement(Units);
-      for (unsigned U = 0; U != Units; ++U)
-        Placement[U] = R->Device[GroupOf[U]];
-      const SimResult &Sim = P.simulate(Placement);
-      bool Better = !Sim.OOM && (!Fits || Sim.StepTime < BestStep);
+      // CBC's best and the other solutions it saved, each simulated: the
+      // fastest that fits counts (the model has no link contention, so its
+      // order among them is not the simulator's).
+      std::vector<uint32_t> Placement(Units), Fastest;
+      double Model = 0, FastestStep = 0;
+      bool ModelOOM = false;
+      unsigned Tried = 0;
+      for (unsigned I = 0; I <= R->Others.size(); ++I) {
+        ArrayRef<uint32_t> Device = I ? R->Others[I - 1] : R->Device;
+        for (unsigned U = 0; U != Units; ++U)
+          Placement[U] = Device[GroupOf[U]];
+        const SimResult &Sim = P.simulate(Placement);
+        ++Tried;
+        if (!I) {
+          Model = Sim.StepTime;
+          ModelOOM = Sim.OOM;
+        }
+        if (Sim.OOM || (!Fastest.empty() && Sim.StepTime >= FastestStep))
+          continue;
+        Fastest = Placement;
+        FastestStep = Sim.StepTime;
+      }
+      bool Better = !Fastest.empty() && (!Fits || FastestStep < BestStep);
       Say(Line + (R->Optimal ? "optimal" : "stopped") + ", model step " +
           formatSeconds(R->Objective) + ", model bound " +
-          formatSeconds(R->Bound) + "; simulated " +
-          formatSeconds(Sim.StepTime) + (Sim.OOM ? " (out of memory)" : "") +
+          formatSeconds(R->Bound) + "; simulated " + formatSeconds(Model) +
+          (ModelOOM ? " (out of memory)" : "") +
+          (Tried > 1 ? ", the fastest of its " + Twine(Tried) +
+                           " solutions that fits " +
+                           (Fastest.empty() ? Twine("none")
+                                            : Twine(formatSeconds(FastestStep)))
+                     : Twine()) +
           (Better ? ", the best so far" : ""));
       if (Better) {
-        Best = std::move(Placement);
-        BestStep = Sim.StepTime;
+        Best = std::move(Fastest);
+        BestStep = FastestStep;
         Fits = true;
       }
     }
