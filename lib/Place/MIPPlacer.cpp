@@ -11,7 +11,8 @@
 // 2021), solved by CBC within seconds=. The jobs are the graph's ops,
 // each on its group's device (schedule=ops, and schedule=auto where that
 // program has at most MaxOpRows constraints), or the groups as blocks
-// (schedule=groups; auto's choice for larger programs):
+// (schedule=groups), or runs of one group's ops in a topological order
+// (schedule=segments); auto takes the finest whose program is small:
 //
 //   x[g][d] in {0,1}   group g on device d (0 where the bytes g keeps on
 //                      a device all step exceed d's memory)
@@ -53,6 +54,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <set>
 #include <tuple>
 
 #ifdef DP_HAVE_CBC
@@ -81,10 +83,11 @@ static constexpr double MaxOpRows = 1e5;
 static constexpr unsigned MaxAutoOps = 3000, MaxJobs = 20000;
 
 /// What a level's program schedules (schedule=).
-enum class ScheduleKind : uint8_t { Auto, Ops, Groups };
+enum class ScheduleKind : uint8_t { Auto, Ops, Segments, Groups };
 static constexpr EnumEntry<ScheduleKind> ScheduleNames[] = {
     {"auto", ScheduleKind::Auto},
     {"ops", ScheduleKind::Ops},
+    {"segments", ScheduleKind::Segments},
     {"groups", ScheduleKind::Groups},
 };
 
@@ -143,31 +146,6 @@ struct CbcModel {
   Cbc_Model *M = Cbc_newModel();
   ~CbcModel() { Cbc_deleteModel(M); }
 };
-
-/// Start times of \p Device (a device per group) in the model: groups in
-/// topological order, each as soon as its inputs have arrived and its
-/// device is free.
-std::vector<double> scheduleInModel(const PlacementProblem &Q,
-                                    ArrayRef<uint32_t> Device,
-                                    ArrayRef<uint32_t> Order,
-                                    ArrayRef<UnitEdge> Edges) {
-  unsigned N = Q.getNumUnits();
-  std::vector<double> Start(N, 0), Ready(N, 0), Free(Q.getNumDevices(), 0);
-  std::vector<std::vector<const UnitEdge *>> In(N);
-  for (const UnitEdge &E : Edges)
-    In[E.To].push_back(&E);
-  std::vector<double> End(N, 0);
-  for (uint32_t U : Order) {
-    double T = Free[Device[U]];
-    for (const UnitEdge *E : In[U])
-      T = std::max(T, End[E->From] + Q.getCluster().getTransferTime(
-                                         Device[E->From], Device[U], E->Bytes));
-    Start[U] = T;
-    End[U] = T + Q.getUnitTime(U, Device[U]);
-    Free[Device[U]] = End[U];
-  }
-  return Start;
-}
 
 /// Groups of \p P's units for one level: units on the same device of
 /// \p Placement joined along their heaviest edges, then neighbours in
@@ -240,9 +218,55 @@ struct Jobs {
   }
 };
 
+/// The bytes each op sends each op that reads its results, one edge per
+/// pair, sorted. Weights and graph inputs make none: they are on their
+/// devices from the start, so they order no op after another.
+std::vector<UnitEdge> getDataEdges(const Graph &G) {
+  std::map<std::pair<uint32_t, uint32_t>, uint64_t> Bytes;
+  for (const Tensor &Tn : G.tensors()) {
+    if (Tn.Producer == NoId)
+      continue;
+    uint64_t Size = Tn.Type.getSizeInBytes().getValueOr(0);
+    uint32_t Last = ~0u;
+    for (const Use &U : Tn.Uses) // uses are in op order: once per reader
+      if (U.User != Last && U.User != Tn.Producer) {
+        Bytes[{Tn.Producer, U.User}] += Size;
+        Last = U.User;
+      }
+  }
+  std::vector<UnitEdge> Edges;
+  for (const auto &[Key, Size] : Bytes)
+    Edges.push_back({Key.first, Key.second, Size});
+  return Edges;
+}
+
+/// Start times of the jobs in the model, each group on its device of
+/// \p Start: jobs in \p J's order, each as soon as its inputs have arrived
+/// and its device is free.
+std::vector<double> listSchedule(const Jobs &J, const Cluster &C,
+                                 ArrayRef<uint32_t> Start) {
+  unsigned D = C.getNumDevices();
+  std::vector<double> Begin(J.N, 0), End(J.N, 0), Free(D, 0);
+  std::vector<std::vector<const UnitEdge *>> In(J.N);
+  for (const UnitEdge &E : J.Edges)
+    In[E.To].push_back(&E);
+  for (uint32_t U : J.Order) {
+    unsigned Dev = Start[J.Group[U]];
+    double T = Free[Dev];
+    for (const UnitEdge *E : In[U])
+      T = std::max(T, End[E->From] + C.getTransferTime(Start[J.Group[E->From]],
+                                                       Dev, E->Bytes));
+    Begin[U] = T;
+    End[U] = T + J.getTime(U, Dev, D);
+    Free[Dev] = End[U];
+  }
+  return Begin;
+}
+
 /// The level's groups as jobs: a group runs as one block, after the
-/// groups it reads from in topological order (an edge that closes a cycle
-/// of groups is dropped), from the model's schedule of \p Start.
+/// groups whose results it reads, in topological order (an edge that
+/// closes a cycle of groups is dropped), from the model's schedule of
+/// \p Start.
 Jobs groupJobs(const PlacementProblem &Q, ArrayRef<uint32_t> Start) {
   Jobs J;
   unsigned D = Q.getNumDevices();
@@ -256,8 +280,76 @@ Jobs groupJobs(const PlacementProblem &Q, ArrayRef<uint32_t> Start) {
   for (unsigned U = 0; U != J.N; ++U)
     for (unsigned Dev = 0; Dev != D; ++Dev)
       J.Time[size_t(U) * D + Dev] = Q.getUnitTime(U, Dev);
-  J.Edges = Q.getForwardEdges();
-  J.Begin = scheduleInModel(Q, Start, J.Order, J.Edges);
+  std::vector<uint32_t> Position(J.N);
+  for (unsigned I = 0; I != J.N; ++I)
+    Position[J.Order[I]] = I;
+  std::map<std::pair<uint32_t, uint32_t>, uint64_t> Bytes;
+  for (const UnitEdge &E : getDataEdges(Q.getGraph())) {
+    uint32_t From = Q.getUnitOf(E.From), To = Q.getUnitOf(E.To);
+    if (From != To && Position[From] < Position[To])
+      Bytes[{From, To}] += E.Bytes;
+  }
+  for (const auto &[Key, Size] : Bytes)
+    J.Edges.push_back({Key.first, Key.second, Size});
+  J.Begin = listSchedule(J, Q.getCluster(), Start);
+  return J;
+}
+
+/// Runs of ops of one group as jobs (segments): the ops in a topological
+/// order that keeps to the last op's group while it has ops ready, cut
+/// wherever the group changes. Each segment runs as one block; as the
+/// order is topological, a segment's inputs come from earlier segments
+/// only, so no edge is dropped (unlike groupJobs) and a group's forward
+/// and backward ops are separate jobs.
+Jobs segmentJobs(const PlacementProblem &Q, ArrayRef<uint32_t> Start) {
+  const Graph &G = Q.getGraph();
+  unsigned N = G.getNumOps(), D = Q.getNumDevices();
+  std::vector<UnitEdge> OpEdges = getDataEdges(G);
+  std::vector<unsigned> Pending(N, 0);
+  std::vector<std::vector<uint32_t>> Succ(N);
+  for (const UnitEdge &E : OpEdges) {
+    ++Pending[E.To];
+    Succ[E.From].push_back(E.To);
+  }
+  std::vector<std::set<uint32_t>> ReadyIn(Q.getNumUnits());
+  std::set<uint32_t> Ready;
+  for (uint32_t O = 0; O != N; ++O)
+    if (!Pending[O]) {
+      Ready.insert(O);
+      ReadyIn[Q.getUnitOf(O)].insert(O);
+    }
+  Jobs J;
+  std::vector<uint32_t> SegmentOf(N);
+  uint32_t Group = ~0u;
+  while (!Ready.empty()) {
+    uint32_t O = Group != ~0u && !ReadyIn[Group].empty()
+                     ? *ReadyIn[Group].begin()
+                     : *Ready.begin();
+    Ready.erase(O);
+    ReadyIn[Q.getUnitOf(O)].erase(O);
+    if (Q.getUnitOf(O) != Group) { // a new segment
+      Group = Q.getUnitOf(O);
+      J.Group.push_back(Group);
+      J.Order.push_back(J.N);
+      J.Time.resize(J.Time.size() + D, 0.0);
+      ++J.N;
+    }
+    SegmentOf[O] = J.N - 1;
+    for (unsigned Dev = 0; Dev != D; ++Dev)
+      J.Time[size_t(J.N - 1) * D + Dev] += Q.getSimGraph().getTime(O, Dev);
+    for (uint32_t V : Succ[O])
+      if (--Pending[V] == 0) {
+        Ready.insert(V);
+        ReadyIn[Q.getUnitOf(V)].insert(V);
+      }
+  }
+  std::map<std::pair<uint32_t, uint32_t>, uint64_t> Bytes;
+  for (const UnitEdge &E : OpEdges)
+    if (SegmentOf[E.From] != SegmentOf[E.To])
+      Bytes[{SegmentOf[E.From], SegmentOf[E.To]}] += E.Bytes;
+  for (const auto &[Key, Size] : Bytes)
+    J.Edges.push_back({Key.first, Key.second, Size});
+  J.Begin = listSchedule(J, Q.getCluster(), Start);
   return J;
 }
 
@@ -282,20 +374,7 @@ Jobs opJobs(const PlacementProblem &Q, ArrayRef<uint32_t> Start) {
     for (unsigned Dev = 0; Dev != D; ++Dev)
       J.Time[size_t(O) * D + Dev] = SG.getTime(O, Dev);
   }
-  std::map<std::pair<uint32_t, uint32_t>, uint64_t> Bytes;
-  for (const Tensor &Tn : G.tensors()) {
-    if (Tn.Producer == NoId)
-      continue;
-    uint64_t Size = Tn.Type.getSizeInBytes().getValueOr(0);
-    uint32_t Last = ~0u;
-    for (const Use &U : Tn.Uses) // uses are in op order: once per reader
-      if (U.User != Last && U.User != Tn.Producer) {
-        Bytes[{Tn.Producer, U.User}] += Size;
-        Last = U.User;
-      }
-  }
-  for (const auto &[Key, Size] : Bytes)
-    J.Edges.push_back({Key.first, Key.second, Size});
+  J.Edges = getDataEdges(G);
   std::vector<uint32_t> Placement = Q.expand(Start);
   Simulator Sim(SG);
   SimResult R;
@@ -671,21 +750,31 @@ Expected<std::vector<uint32_t>> placeMIP(const PlacementProblem &P,
     for (unsigned U = 0; U != Units; ++U)
       Start[GroupOf[U]] = Best[U];
     double Time = Last ? Budget : Budget / 2;
-    bool OnOps = Schedule == ScheduleKind::Ops ||
-                 (Schedule == ScheduleKind::Auto &&
-                  P.getGraph().getNumOps() <= MaxAutoOps);
+    // What to schedule: schedule='s kind, or for auto the finest whose
+    // program stays within MaxOpRows (groups at any size).
+    ScheduleKind Kind = Schedule;
     auto Solve = [&]() -> Expected<LevelResult> {
-      if (OnOps) {
-        Expected<LevelResult> OnOpsResult = solveLevel(
-            *Q, opJobs(*Q, Start), Start, Time, Nodes, Who,
-            Schedule == ScheduleKind::Ops ? MaxModelRows : MaxOpRows);
-        if (OnOpsResult || Schedule != ScheduleKind::Auto)
-          return OnOpsResult;
-        consumeError(OnOpsResult.takeError()); // too large: the groups
-        OnOps = false;
+      for (ScheduleKind K :
+           {ScheduleKind::Ops, ScheduleKind::Segments, ScheduleKind::Groups}) {
+        if (Schedule != ScheduleKind::Auto && Schedule != K)
+          continue;
+        if (Schedule == ScheduleKind::Auto && K == ScheduleKind::Ops &&
+            P.getGraph().getNumOps() > MaxAutoOps)
+          continue;
+        Kind = K;
+        bool Fallback =
+            Schedule == ScheduleKind::Auto && K != ScheduleKind::Groups;
+        Jobs J = K == ScheduleKind::Ops        ? opJobs(*Q, Start)
+                 : K == ScheduleKind::Segments ? segmentJobs(*Q, Start)
+                                               : groupJobs(*Q, Start);
+        Expected<LevelResult> Result =
+            solveLevel(*Q, J, Start, Time, Nodes, Who,
+                       Fallback ? MaxOpRows : MaxModelRows);
+        if (Result || !Fallback)
+          return Result;
+        consumeError(Result.takeError()); // too large: coarser jobs
       }
-      return solveLevel(*Q, groupJobs(*Q, Start), Start, Time, Nodes, Who,
-                        MaxModelRows);
+      llvm_unreachable("groups are always tried");
     };
     Expected<LevelResult> R = Solve();
     if (!R) {
@@ -695,9 +784,13 @@ Expected<std::vector<uint32_t>> placeMIP(const PlacementProblem &P,
       break;
     }
     std::string Line =
-        (Twine(N) + " groups, " + (OnOps ? "ops" : "groups") + " scheduled (" +
-         Twine(R->Columns) + " columns, " + Twine(R->Rows) + " rows, start " +
-         (R->StartViolation > 1e-6 ? "outside" : "inside") + "): ")
+        (Twine(N) + " groups, " +
+         (Kind == ScheduleKind::Ops        ? "ops"
+          : Kind == ScheduleKind::Segments ? "segments"
+                                           : "groups") +
+         " scheduled (" + Twine(R->Columns) + " columns, " + Twine(R->Rows) +
+         " rows, start " + (R->StartViolation > 1e-6 ? "outside" : "inside") +
+         "): ")
             .str();
     if (R->Device.empty()) {
       Say(Line + "CBC found no solution");
