@@ -47,12 +47,12 @@ Grouping getHintClasses(const Graph &G) {
   return Gr;
 }
 
-std::vector<GroupEdge> getGroupEdges(const Graph &G,
-                                     ArrayRef<uint32_t> GroupOf) {
+std::vector<GroupEdge> getGroupEdges(const Graph &G, ArrayRef<uint32_t> GroupOf,
+                                     bool ActivationsOnly) {
   DenseMap<uint64_t, uint64_t> EdgeBytes;
   SmallVector<uint32_t, 4> Seen;
   for (const Tensor &Tn : G.tensors()) {
-    if (Tn.Uses.empty())
+    if (Tn.Uses.empty() || (ActivationsOnly && Tn.Producer == NoId))
       continue;
     uint64_t Bytes = Tn.Type.getSizeInBytes().getValueOr(0);
     uint32_t From =

@@ -53,7 +53,6 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
-#include <map>
 #include <set>
 #include <tuple>
 
@@ -218,26 +217,15 @@ struct Jobs {
   }
 };
 
-/// The bytes each op sends each op that reads its results, one edge per
-/// pair, sorted. Weights and graph inputs make none: they are on their
-/// devices from the start, so they order no op after another.
+/// The bytes each op sends the ops that read its results, one edge per
+/// pair (getGroupEdges with one group per op). Weights and graph inputs
+/// make none: the simulator sends them from the start of the step, so
+/// they order no op after another.
 std::vector<UnitEdge> getDataEdges(const Graph &G) {
-  std::map<std::pair<uint32_t, uint32_t>, uint64_t> Bytes;
-  for (const Tensor &Tn : G.tensors()) {
-    if (Tn.Producer == NoId)
-      continue;
-    uint64_t Size = Tn.Type.getSizeInBytes().getValueOr(0);
-    uint32_t Last = ~0u;
-    for (const Use &U : Tn.Uses) // uses are in op order: once per reader
-      if (U.User != Last && U.User != Tn.Producer) {
-        Bytes[{Tn.Producer, U.User}] += Size;
-        Last = U.User;
-      }
-  }
-  std::vector<UnitEdge> Edges;
-  for (const auto &[Key, Size] : Bytes)
-    Edges.push_back({Key.first, Key.second, Size});
-  return Edges;
+  std::vector<uint32_t> Self(G.getNumOps());
+  for (OpId O = 0, E = G.getNumOps(); O != E; ++O)
+    Self[O] = O;
+  return getGroupEdges(G, Self, /*ActivationsOnly=*/true);
 }
 
 /// Start times of the jobs in the model, each group on its device of
@@ -280,17 +268,15 @@ Jobs groupJobs(const PlacementProblem &Q, ArrayRef<uint32_t> Start) {
   for (unsigned U = 0; U != J.N; ++U)
     for (unsigned Dev = 0; Dev != D; ++Dev)
       J.Time[size_t(U) * D + Dev] = Q.getUnitTime(U, Dev);
-  std::vector<uint32_t> Position(J.N);
+  std::vector<uint32_t> Position(J.N), UnitOf(Q.getGraph().getNumOps());
   for (unsigned I = 0; I != J.N; ++I)
     Position[J.Order[I]] = I;
-  std::map<std::pair<uint32_t, uint32_t>, uint64_t> Bytes;
-  for (const UnitEdge &E : getDataEdges(Q.getGraph())) {
-    uint32_t From = Q.getUnitOf(E.From), To = Q.getUnitOf(E.To);
-    if (From != To && Position[From] < Position[To])
-      Bytes[{From, To}] += E.Bytes;
-  }
-  for (const auto &[Key, Size] : Bytes)
-    J.Edges.push_back({Key.first, Key.second, Size});
+  for (OpId O = 0, E = UnitOf.size(); O != E; ++O)
+    UnitOf[O] = Q.getUnitOf(O);
+  for (const UnitEdge &E :
+       getGroupEdges(Q.getGraph(), UnitOf, /*ActivationsOnly=*/true))
+    if (Position[E.From] < Position[E.To])
+      J.Edges.push_back(E);
   J.Begin = listSchedule(J, Q.getCluster(), Start);
   return J;
 }
@@ -343,12 +329,7 @@ Jobs segmentJobs(const PlacementProblem &Q, ArrayRef<uint32_t> Start) {
         ReadyIn[Q.getUnitOf(V)].insert(V);
       }
   }
-  std::map<std::pair<uint32_t, uint32_t>, uint64_t> Bytes;
-  for (const UnitEdge &E : OpEdges)
-    if (SegmentOf[E.From] != SegmentOf[E.To])
-      Bytes[{SegmentOf[E.From], SegmentOf[E.To]}] += E.Bytes;
-  for (const auto &[Key, Size] : Bytes)
-    J.Edges.push_back({Key.first, Key.second, Size});
+  J.Edges = getGroupEdges(G, SegmentOf, /*ActivationsOnly=*/true);
   J.Begin = listSchedule(J, Q.getCluster(), Start);
   return J;
 }

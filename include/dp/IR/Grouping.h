@@ -52,9 +52,12 @@ struct GroupEdge {
 };
 
 /// The edges between the groups \p GroupOf gives the ops, sorted by
-/// (From, To), one per ordered pair.
+/// (From, To), one per ordered pair. With \p ActivationsOnly, weights and
+/// graph inputs make none: only tensors some op produces, which order
+/// their readers after their producer.
 std::vector<GroupEdge> getGroupEdges(const Graph &G,
-                                     llvm::ArrayRef<uint32_t> GroupOf);
+                                     llvm::ArrayRef<uint32_t> GroupOf,
+                                     bool ActivationsOnly = false);
 inline std::vector<GroupEdge> getGroupEdges(const Graph &G,
                                             const Grouping &Gr) {
   return getGroupEdges(G, Gr.GroupOf);
