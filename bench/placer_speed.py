@@ -17,17 +17,29 @@ work per sample (the decoder-state attention, Mars's paper features) stay
 at today's defaults, so a ratio understates the speed-up at equal work.
 samples/s is placements scored over the search's seconds (the curve's
 last line, DGI pre-training included), as the snapshot counts it.
+
+Each row is then run again with count-flops=1 (lib/Learn/FlopCount.h:
+libtorch's operators counted from their shapes, the fused loops by their
+formula), which gives the floating-point operations per placement scored
+(pre-training and policy updates included). With the timed run's
+samples/s that is the GFLOP/s the placer achieved; against a 1024^3
+matrix product's GFLOP/s on one thread (dp-bench-learn's BM_Matmul, the
+better of a measurement before and one after the runs) it gives the
+samples/s the core's arithmetic would allow, the "FLOP limit", and how
+far the placer is from it. --no-flops leaves the counted runs out.
 """
 
 import argparse
 import concurrent.futures
+import json
 import os
+import subprocess
 import sys
 import tempfile
 
 from dpbench import ROOT
 from dpbench.models import colocation
-from dpbench.results import read_csv, read_curve
+from dpbench.results import curve_flops, read_csv, read_curve
 from dpbench.runner import Prepared, Tools, fail, place
 
 # (variant, model) -> place{} options of the snapshot's row.
@@ -50,18 +62,40 @@ def setting(variant, model):
     return s + ",threads=1"
 
 
-def measure(tools, bc, variant, model, workdir):
-    """samples/s of one run, or an error string."""
+def measure(tools, bc, variant, model, workdir, count_flops=False):
+    """samples/s of one run (with count_flops: its floating-point
+    operations per sample), or an error string."""
     os.makedirs(workdir, exist_ok=True)
     curve = os.path.join(workdir, "curve.csv")
-    o = place(tools, bc, "p100x4", variant, setting(variant, model),
-              colocation(variant, model), 1, workdir, curve=curve)
+    opts = setting(variant, model) + (",count-flops=1" if count_flops else "")
+    o = place(tools, bc, "p100x4", variant, opts, colocation(variant, model),
+              1, workdir, curve=curve)
     if o.error:
         return o.error
     c = read_curve(curve)
     if not c or c[-1][1] <= 0:
         return "no search curve"
+    if count_flops:
+        flops = curve_flops(curve)
+        return flops / c[-1][0] if flops else "no flops in the curve"
     return c[-1][0] / c[-1][1]
+
+
+def matmul_gflops(tools):
+    """GFLOP/s of dp-bench-learn's 1024^3 matrix product on one thread."""
+    with tempfile.TemporaryDirectory(prefix="dp-matmul-") as d:
+        out = os.path.join(d, "matmul.json")
+        r = subprocess.run(
+            [tools.bench_learn, "--benchmark_filter=BM_Matmul$",
+             "--benchmark_min_time=1", "--benchmark_out=" + out,
+             "--benchmark_out_format=json"],
+            capture_output=True, text=True)
+        if r.returncode:
+            fail("dp-bench-learn failed: " + r.stderr[-300:])
+        with open(out) as f:
+            b = json.load(f)["benchmarks"][0]
+    scale = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}[b["time_unit"]]
+    return 2.0 * 1024 ** 3 / (b["real_time"] * scale) / 1e9
 
 
 def main():
@@ -70,6 +104,8 @@ def main():
     ap.add_argument("--models", default="gnmt4,bert_base")
     ap.add_argument("--placers", default=",".join(PLACERS))
     ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--no-flops", action="store_true",
+                    help="time only; no counted runs, no FLOP limit")
     args = ap.parse_args()
     tools = Tools(args.build)
     stored = {r["what"]: r for r in read_csv(
@@ -80,34 +116,55 @@ def main():
     for p in placers:
         if p not in PLACERS:
             fail("unknown placer %r (one of %s)" % (p, ", ".join(PLACERS)))
+    flops = not args.no_flops
+    peak = matmul_gflops(tools) if flops else None
     with tempfile.TemporaryDirectory(prefix="dp-speed-") as workdir:
         prep = Prepared(tools, workdir)
         bcs = {m: prep.get(m, "p100x4") for m in models}
         runs = [(p, m) for m in models for p in placers]
+        jobs = [(p, m, False) for p, m in runs]
+        if flops:
+            jobs += [(p, m, True) for p, m in runs]
         with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
             futures = {
-                (p, m): pool.submit(measure, tools, bcs[m], p, m,
-                                    os.path.join(workdir, "run%d" % i))
-                for i, (p, m) in enumerate(runs)}
+                job: pool.submit(measure, tools, bcs[job[1]], job[0], job[1],
+                                 os.path.join(workdir, "run%d" % i), job[2])
+                for i, job in enumerate(jobs)}
             results = {k: f.result() for k, f in futures.items()}
-    print("| placer on model | settings | colocation | samples/s now | "
-          "speed.csv | ratio |")
-    print("| --- | --- | --- | ---: | ---: | ---: |")
+    if flops:
+        peak = max(peak, matmul_gflops(tools))
+        print("1024^3 matrix product: %.1f GFLOP/s on one thread\n" % peak)
+    head = ["placer on model", "settings", "colocation", "samples/s now",
+            "speed.csv", "ratio"]
+    if flops:
+        head += ["GFLOP per sample", "GFLOP/s", "FLOP limit (samples/s)",
+                 "of the limit"]
+    print("| " + " | ".join(head) + " |")
+    print("| --- | --- | --- |" + " ---: |" * (len(head) - 3))
     failed = False
     for p, m in runs:
-        now = results[(p, m)]
+        now = results[(p, m, False)]
         old = stored.get("%s on %s: samples/s" % (p, m))
         old_v = float(old["value"]) if old and old["value"] else None
         if isinstance(now, str):
             failed = True
-            cell, ratio = now, ""
+            cells = [now, "%.2f" % old_v if old_v else "-", ""]
         else:
-            cell = "%.2f" % now
-            ratio = "%.1fx" % (now / old_v) if old_v else ""
-        print("| %s on %s | %s | %s | %s | %s | %s |" % (
+            cells = ["%.2f" % now, "%.2f" % old_v if old_v else "-",
+                     "%.1fx" % (now / old_v) if old_v else ""]
+        if flops:
+            per = results[(p, m, True)]
+            if isinstance(per, str) or isinstance(now, str):
+                failed = failed or isinstance(per, str)
+                cells += [per if isinstance(per, str) else "%.4f" % (
+                    per / 1e9), "", "", ""]
+            else:
+                limit = peak * 1e9 / per
+                cells += ["%.4f" % (per / 1e9), "%.1f" % (now * per / 1e9),
+                          "%.1f" % limit, "%.0f %%" % (100 * now / limit)]
+        print("| %s on %s | %s | %s | %s |" % (
             p, m, setting(p, m).replace(",threads=1", ""),
-            colocation(p, m), cell, "%.2f" % old_v if old_v else "-",
-            ratio))
+            colocation(p, m), " | ".join(cells)))
     sys.exit(1 if failed else 0)
 
 

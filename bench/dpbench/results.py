@@ -97,6 +97,19 @@ def read_curve(path):
     return rows
 
 
+def curve_flops(path):
+    """The floating-point operations of a -curve CSV's last line (a
+    search run with count-flops=1), or None."""
+    last = None
+    if path and os.path.exists(path):
+        with open(path) as fh:
+            for r in csv.DictReader(fh):
+                last = r
+    if not last or not last.get("flops"):
+        return None
+    return float(last["flops"])
+
+
 def thin_curve(src, dst, keep=1000):
     """Copies a -curve CSV, keeping of a long one (Placeto's, a row per
     move) the first and last rows, every row where the best changes, and

@@ -11,8 +11,8 @@
 ///
 //===----------------------------------------------------------------------===//
 
-#include "dp/Learn/Plugin.h"
 #include "PluginABI.h"
+#include "dp/Learn/Plugin.h"
 #include "dp/Support/Diagnostics.h"
 #include "dp/Support/Format.h"
 
@@ -80,8 +80,8 @@ static LoadedPlugin loadPlugin() {
     return L;
   }
   using GetABIFn = const LearnPluginABI *(*)();
-  auto GetABI = reinterpret_cast<GetABIFn>(
-      Lib.getAddressOfSymbol("dpGetLearnPluginABI"));
+  auto GetABI =
+      reinterpret_cast<GetABIFn>(Lib.getAddressOfSymbol("dpGetLearnPluginABI"));
   const LearnPluginABI *ABI = GetABI ? GetABI() : nullptr;
   if (!ABI) {
     L.Problem = Path + " is not dp's learned placers' plugin";
@@ -120,7 +120,7 @@ dp::runLearnedPlacer(StringRef Algo, const LearnTask &T, const SearchOptions &S,
 }
 
 void dp::writeCurveCSV(raw_ostream &OS, ArrayRef<CurvePoint> Curve) {
-  OS << "samples,seconds,best_seconds,sample_seconds\n";
+  OS << "samples,seconds,best_seconds,sample_seconds,flops\n";
   for (const CurvePoint &P : Curve) {
     OS << P.Samples << ',';
     writeDouble(OS, P.Seconds);
@@ -129,6 +129,9 @@ void dp::writeCurveCSV(raw_ostream &OS, ArrayRef<CurvePoint> Curve) {
       writeDouble(OS, P.BestSeconds);
     OS << ',';
     writeDouble(OS, P.SampleSeconds);
+    OS << ',';
+    if (P.Flops >= 0)
+      writeDouble(OS, P.Flops);
     OS << '\n';
   }
 }

@@ -9,6 +9,7 @@
 ///
 //===----------------------------------------------------------------------===//
 
+#include "FlopCount.h"
 #include "PluginABI.h"
 #include "dp/Learn/Placers.h"
 #include "dp/Support/Diagnostics.h"
@@ -19,6 +20,7 @@
 #include <c10/util/Exception.h>
 
 #include <exception>
+#include <optional>
 
 using namespace dp;
 using namespace llvm;
@@ -27,8 +29,7 @@ using SearchFn = Expected<SearchResult> (*)(const LearnTask &,
                                             const SearchOptions &,
                                             LearnOptions);
 
-static bool search(const char *Algo, const LearnTask &T,
-                   const SearchOptions &S,
+static bool search(const char *Algo, const LearnTask &T, const SearchOptions &S,
                    const std::pair<std::string, std::string> *Options,
                    size_t NumOptions, SearchResult &Result,
                    std::vector<std::pair<DiagLocation, std::string>> &Errors) {
@@ -45,9 +46,12 @@ static bool search(const char *Algo, const LearnTask &T,
   // libtorch reports failures (out of memory, a CUDA error) by throwing;
   // they become the placer's error, not an abort.
   auto Run = [&]() -> Expected<SearchResult> {
-    std::string Prefix = "place{algo=" + std::string(Algo) +
-                         "}: libtorch failed: ";
+    std::string Prefix =
+        "place{algo=" + std::string(Algo) + "}: libtorch failed: ";
     try {
+      std::optional<learn::FlopCounter> Flops;
+      if (S.CountFlops)
+        Flops.emplace();
       return Fn(T, S, LearnOptions(Options, NumOptions));
     } catch (const c10::Error &E) {
       return makeError(Prefix + E.what_without_backtrace());
@@ -73,8 +77,8 @@ static bool search(const char *Algo, const LearnTask &T,
 
 extern "C" __attribute__((visibility("default"))) const LearnPluginABI *
 dpGetLearnPluginABI() {
-  static const LearnPluginABI ABI = {
-      LearnPluginABI::CurrentVersion, sizeof(LearnTask),
-      sizeof(SearchOptions), sizeof(SearchResult), search};
+  static const LearnPluginABI ABI = {LearnPluginABI::CurrentVersion,
+                                     sizeof(LearnTask), sizeof(SearchOptions),
+                                     sizeof(SearchResult), search};
   return &ABI;
 }

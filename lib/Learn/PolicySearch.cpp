@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "PolicySearch.h"
+#include "FlopCount.h"
 #include "dp/Support/Diagnostics.h"
 #include "dp/Support/Format.h"
 
@@ -46,8 +47,7 @@ PolicySearch::PolicySearch(const LearnTask &Task, const SearchOptions &Opts,
 }
 
 double PolicySearch::elapsed() const {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                       Start)
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - Start)
       .count();
 }
 
@@ -74,8 +74,7 @@ double PolicySearch::evaluate(ArrayRef<uint32_t> Placement) {
   return record(Placement, Task.Evaluate(Placement));
 }
 
-double PolicySearch::record(ArrayRef<uint32_t> Placement,
-                            const Evaluation &E) {
+double PolicySearch::record(ArrayRef<uint32_t> Placement, const Evaluation &E) {
   LastEval = E;
   ++Result.Samples;
   if (Result.Best.empty() || isBetter(E, Result.BestEval)) {
@@ -90,6 +89,8 @@ double PolicySearch::record(ArrayRef<uint32_t> Placement,
                       ? std::numeric_limits<double>::infinity()
                       : Result.BestEval.StepSeconds;
   P.SampleSeconds = LastSeconds;
+  if (Opts.CountFlops)
+    P.Flops = learn::countedFlops();
   Result.Curve.push_back(P);
   printProgress(/*Final=*/false);
   return -std::sqrt(LastSeconds);
@@ -116,18 +117,19 @@ void PolicySearch::printProgress(bool Final) {
     return;
   LastPrinted = Now;
   double Rate = Now > 0 ? Result.Samples / Now : 0;
-  *Opts.Progress << formatv("{0}: {1} samples ({2:f1}/s), best {3}, "
-                            "current {4}, {5:f1} s\n",
-                            Name, std::to_string(Result.Samples), Rate,
-                            formatStep(Result.BestEval.StepSeconds,
-                                       Result.BestEval.OutOfMemory),
-                            formatStep(LastSeconds, false), Now);
+  *Opts.Progress << formatv(
+      "{0}: {1} samples ({2:f1}/s), best {3}, "
+      "current {4}, {5:f1} s\n",
+      Name, std::to_string(Result.Samples), Rate,
+      formatStep(Result.BestEval.StepSeconds, Result.BestEval.OutOfMemory),
+      formatStep(LastSeconds, false), Now);
   Opts.Progress->flush();
 }
 
 Expected<SearchResult> PolicySearch::finish() {
   if (Result.Best.empty())
-    return makeError("place{algo=" + Name + "}: the budget ended before a "
+    return makeError("place{algo=" + Name +
+                     "}: the budget ended before a "
                      "single placement was sampled");
   printProgress(/*Final=*/true);
   Result.Seconds = elapsed();

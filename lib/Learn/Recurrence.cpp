@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Recurrence.h"
+#include "FlopCount.h"
 
 #include <torch/autograd.h>
 
@@ -243,6 +244,8 @@ public:
     C0 = C0.contiguous();
     int64_t T = X.size(0), B = X.size(1), Hd = H0.size(1);
     int64_t Ls = W.hasAttention() ? W.Keys.size(1) : 0;
+    FusedFlops Flops(
+        T * countRecurrenceFlops(B, Hd, Ls, W.MemoryGates.defined()).Forward);
     auto Opts = X.options();
     Tensor G = torch::empty({T, B, 4 * Hd}, Opts);
     Tensor C = torch::empty({T, B, Hd}, Opts);
@@ -285,6 +288,8 @@ variable_list RecurrenceFunction::backward(AutogradContext *Ctx,
   int64_t T = Hs.size(0), B = Hs.size(1), Hd = Hs.size(2);
   bool Attention = W.hasAttention();
   int64_t Ls = Attention ? W.Keys.size(1) : 0;
+  FusedFlops Flops(
+      T * countRecurrenceFlops(B, Hd, Ls, W.MemoryGates.defined()).Backward);
   auto Opts = Hs.options();
 
   Tensor DHs =
@@ -433,6 +438,10 @@ RecurrenceStepper::RecurrenceStepper(const RecurrenceWeights &Weights,
 }
 
 void RecurrenceStepper::step(const Tensor &X) {
+  FusedFlops Flops(countRecurrenceFlops(H.size(0), H.size(1),
+                                        W.hasAttention() ? W.Keys.size(1) : 0,
+                                        W.MemoryGates.defined())
+                       .Forward);
   forwardStep(W, X.contiguous(), H, C, G, NextC, TC, NextH, Q, A);
   std::swap(H, NextH);
   std::swap(C, NextC);

@@ -223,6 +223,13 @@ getSearchOptions(const PlaceOptions &Opts,
         S.Threads = unsigned(std::min<uint64_t>(N, 256));
       continue;
     }
+    if (Key == "count-flops") {
+      if (Value != "0" && Value != "1")
+        return makeError(Prefix + "count-flops must be 0 or 1, not '" + Value +
+                         "'");
+      S.CountFlops = Value == "1";
+      continue;
+    }
     if (Key == "save" || Key == "load") {
       if (Value.empty())
         return makeError(Prefix + Key + "= needs a file name");

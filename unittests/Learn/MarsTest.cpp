@@ -77,8 +77,11 @@ struct ChainProblem {
 const ChainProblem Chain12 = {{5, 1, 1, 4, 2, 1, 1, 3, 1, 2, 1, 2}, 1.5};
 
 std::vector<std::pair<std::string, std::string>> smallMars() {
-  return {{"hidden", "32"},  {"gcn-hidden", "32"}, {"segment", "4"},
-          {"pretrain", "20"}, {"lr", "0.001"}};
+  return {{"hidden", "32"},
+          {"gcn-hidden", "32"},
+          {"segment", "4"},
+          {"pretrain", "20"},
+          {"lr", "0.001"}};
 }
 
 /// A reproducible budget: \p Samples samples from \p Seed on one thread.
@@ -280,10 +283,11 @@ TEST(PolicySearchTest, WritesTheCurveAsCSV) {
   Q.Samples = 2;
   Q.BestSeconds = 0.25;
   Q.SampleSeconds = 0.25;
+  Q.Flops = 2048;
   writeCurveCSV(OS, {P, Q});
-  EXPECT_EQ(OS.str(), "samples,seconds,best_seconds,sample_seconds\n"
-                      "1,0.5,,100.0\n"
-                      "2,0.5,0.25,0.25\n");
+  EXPECT_EQ(OS.str(), "samples,seconds,best_seconds,sample_seconds,flops\n"
+                      "1,0.5,,100.0,\n"
+                      "2,0.5,0.25,0.25,2048.0\n");
 }
 
 } // namespace

@@ -86,6 +86,9 @@ struct CurvePoint {
   double Seconds = 0;
   double BestSeconds = 0;
   double SampleSeconds = 0;
+  /// With SearchOptions::CountFlops: floating-point operations of the
+  /// search so far (lib/Learn/FlopCount.h); otherwise negative.
+  double Flops = -1;
 };
 
 /// Options every learned placer takes.
@@ -114,6 +117,9 @@ struct SearchOptions {
   /// products are too small to split, and on this project's 2-core
   /// machine two threads made 200 Mars samples on GNMT-4 2.4x slower.
   unsigned Threads = 1;
+  /// Count the search's floating-point operations into the curve
+  /// (count-flops=1). Slows every operator call: not for timed runs.
+  bool CountFlops = false;
 };
 
 struct SearchResult {
