@@ -26,7 +26,10 @@ samples/s that is the GFLOP/s the placer achieved; against a 1024^3
 matrix product's GFLOP/s on one thread (dp-bench-learn's BM_Matmul, the
 better of a measurement before and one after the runs) it gives the
 samples/s the core's arithmetic would allow, the "FLOP limit", and how
-far the placer is from it. --no-flops leaves the counted runs out.
+far the placer is from it; the work per sample is split into drawing
+placements (no gradients) and training (gradients, backward passes, the
+optimizer). --no-flops leaves the counted runs out; --flops-only the
+timed ones (the counts do not depend on the machine's load).
 """
 
 import argparse
@@ -77,7 +80,9 @@ def measure(tools, bc, variant, model, workdir, count_flops=False):
         return "no search curve"
     if count_flops:
         flops = curve_flops(curve)
-        return flops / c[-1][0] if flops else "no flops in the curve"
+        if not flops:
+            return "no flops in the curve"
+        return flops[0] / c[-1][0], flops[1] / c[-1][0]
     return c[-1][0] / c[-1][1]
 
 
@@ -106,7 +111,11 @@ def main():
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--no-flops", action="store_true",
                     help="time only; no counted runs, no FLOP limit")
+    ap.add_argument("--flops-only", action="store_true",
+                    help="count only; no timed runs")
     args = ap.parse_args()
+    if args.no_flops and args.flops_only:
+        fail("--no-flops and --flops-only exclude each other")
     tools = Tools(args.build)
     stored = {r["what"]: r for r in read_csv(
         os.path.join(ROOT, "bench", "results", "speed.csv"))
@@ -122,7 +131,7 @@ def main():
         prep = Prepared(tools, workdir)
         bcs = {m: prep.get(m, "p100x4") for m in models}
         runs = [(p, m) for m in models for p in placers]
-        jobs = [(p, m, False) for p, m in runs]
+        jobs = [] if args.flops_only else [(p, m, False) for p, m in runs]
         if flops:
             jobs += [(p, m, True) for p, m in runs]
         with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
@@ -137,31 +146,36 @@ def main():
     head = ["placer on model", "settings", "colocation", "samples/s now",
             "speed.csv", "ratio"]
     if flops:
-        head += ["GFLOP per sample", "GFLOP/s", "FLOP limit (samples/s)",
-                 "of the limit"]
+        head += ["GFLOP per sample (drawing + training)", "GFLOP/s",
+                 "FLOP limit (samples/s)", "of the limit"]
     print("| " + " | ".join(head) + " |")
     print("| --- | --- | --- |" + " ---: |" * (len(head) - 3))
     failed = False
     for p, m in runs:
-        now = results[(p, m, False)]
+        now = results.get((p, m, False), "not timed")
         old = stored.get("%s on %s: samples/s" % (p, m))
         old_v = float(old["value"]) if old and old["value"] else None
         if isinstance(now, str):
-            failed = True
+            failed = failed or not args.flops_only
             cells = [now, "%.2f" % old_v if old_v else "-", ""]
         else:
             cells = ["%.2f" % now, "%.2f" % old_v if old_v else "-",
                      "%.1fx" % (now / old_v) if old_v else ""]
         if flops:
             per = results[(p, m, True)]
-            if isinstance(per, str) or isinstance(now, str):
-                failed = failed or isinstance(per, str)
-                cells += [per if isinstance(per, str) else "%.4f" % (
-                    per / 1e9), "", "", ""]
+            if isinstance(per, str):
+                failed = True
+                cells += [per, "", "", ""]
             else:
-                limit = peak * 1e9 / per
-                cells += ["%.4f" % (per / 1e9), "%.1f" % (now * per / 1e9),
-                          "%.1f" % limit, "%.0f %%" % (100 * now / limit)]
+                total, training = per
+                limit = peak * 1e9 / total
+                cells.append("%.4f (%.4f + %.4f)" % (
+                    total / 1e9, (total - training) / 1e9, training / 1e9))
+                if isinstance(now, str):
+                    cells += ["", "%.1f" % limit, ""]
+                else:
+                    cells += ["%.1f" % (now * total / 1e9), "%.1f" % limit,
+                              "%.0f %%" % (100 * now / limit)]
         print("| %s on %s | %s | %s | %s |" % (
             p, m, setting(p, m).replace(",threads=1", ""),
             colocation(p, m), " | ".join(cells)))

@@ -98,16 +98,16 @@ def read_curve(path):
 
 
 def curve_flops(path):
-    """The floating-point operations of a -curve CSV's last line (a
-    search run with count-flops=1), or None."""
+    """(floating-point operations, training's part of them) of a -curve
+    CSV's last line (a search run with count-flops=1), or None."""
     last = None
     if path and os.path.exists(path):
         with open(path) as fh:
             for r in csv.DictReader(fh):
                 last = r
-    if not last or not last.get("flops"):
+    if not last or not last.get("flops") or not last.get("training_flops"):
         return None
-    return float(last["flops"])
+    return float(last["flops"]), float(last["training_flops"])
 
 
 def thin_curve(src, dst, keep=1000):

@@ -7,6 +7,7 @@
 #include "FlopCount.h"
 
 #include <ATen/record_function.h>
+#include <c10/core/GradMode.h>
 
 #include <atomic>
 #include <cstring>
@@ -17,19 +18,29 @@ namespace learn {
 
 namespace {
 
-std::atomic<uint64_t> Count{0};
+std::atomic<uint64_t> Count{0}, TrainingCount{0};
 std::atomic<bool> Counting{false};
 /// Counted operators and fused kernels running on this thread: what they
 /// call is part of their count (mv calls addmv, a fused loop calls mm).
 thread_local int CountedDepth = 0;
+/// Autograd nodes (a backward pass) and TrainingFlops scopes running on
+/// this thread.
+thread_local int TrainingDepth = 0;
 
-/// Marks an operator that was counted, so that its end uncovers the
-/// operators after it.
-struct Counted : at::ObserverContext {};
+/// What onStart() started: a counted operator, whose end uncovers the
+/// operators after it, or a backward node.
+struct Started : at::ObserverContext {
+  explicit Started(bool Backward) : Backward(Backward) {}
+  bool Backward;
+};
 
 void add(double Flops) {
-  if (Flops > 0)
-    Count.fetch_add(uint64_t(Flops + 0.5), std::memory_order_relaxed);
+  if (Flops <= 0)
+    return;
+  uint64_t N = uint64_t(Flops + 0.5);
+  Count.fetch_add(N, std::memory_order_relaxed);
+  if (TrainingDepth || c10::GradMode::is_enabled())
+    TrainingCount.fetch_add(N, std::memory_order_relaxed);
 }
 
 /// The tensor input \p I, or an undefined tensor.
@@ -131,6 +142,10 @@ double countOperator(const at::RecordFunction &Fn) {
 }
 
 std::unique_ptr<at::ObserverContext> onStart(const at::RecordFunction &Fn) {
+  if (Fn.scope() == at::RecordScope::BACKWARD_FUNCTION) {
+    ++TrainingDepth;
+    return std::make_unique<Started>(/*Backward=*/true);
+  }
   if (CountedDepth)
     return nullptr;
   double Flops = countOperator(Fn);
@@ -138,11 +153,15 @@ std::unique_ptr<at::ObserverContext> onStart(const at::RecordFunction &Fn) {
     return nullptr;
   add(Flops);
   ++CountedDepth;
-  return std::make_unique<Counted>();
+  return std::make_unique<Started>(/*Backward=*/false);
 }
 
 void onEnd(const at::RecordFunction &, at::ObserverContext *Ctx) {
-  if (Ctx)
+  if (!Ctx)
+    return;
+  if (static_cast<Started *>(Ctx)->Backward)
+    --TrainingDepth;
+  else
     --CountedDepth;
 }
 
@@ -150,10 +169,13 @@ void onEnd(const at::RecordFunction &, at::ObserverContext *Ctx) {
 
 FlopCounter::FlopCounter() {
   Count.store(0);
+  TrainingCount.store(0);
   Counting.store(true);
-  Handle = at::addGlobalCallback(at::RecordFunctionCallback(onStart, onEnd)
-                                     .needsInputs(true)
-                                     .scopes({at::RecordScope::FUNCTION}));
+  Handle =
+      at::addGlobalCallback(at::RecordFunctionCallback(onStart, onEnd)
+                                .needsInputs(true)
+                                .scopes({at::RecordScope::FUNCTION,
+                                         at::RecordScope::BACKWARD_FUNCTION}));
 }
 
 FlopCounter::~FlopCounter() {
@@ -163,9 +185,19 @@ FlopCounter::~FlopCounter() {
 
 double FlopCounter::total() const { return double(Count.load()); }
 
+double FlopCounter::training() const { return double(TrainingCount.load()); }
+
 bool isCountingFlops() { return Counting.load(std::memory_order_relaxed); }
 
 double countedFlops() { return isCountingFlops() ? double(Count.load()) : 0; }
+
+double countedTrainingFlops() {
+  return isCountingFlops() ? double(TrainingCount.load()) : 0;
+}
+
+TrainingFlops::TrainingFlops() { ++TrainingDepth; }
+
+TrainingFlops::~TrainingFlops() { --TrainingDepth; }
 
 FusedFlops::FusedFlops(double Flops) {
   ++CountedDepth;

@@ -44,6 +44,10 @@ public:
   FlopCounter &operator=(const FlopCounter &) = delete;
   /// Floating-point operations counted since construction.
   double total() const;
+  /// Of those, training's: what ran with gradients recorded, in a
+  /// backward pass, or in a TrainingFlops scope (the optimizer's step).
+  /// The rest is sampling: the placers draw placements without gradients.
+  double training() const;
 
 private:
   uint64_t Handle;
@@ -51,8 +55,20 @@ private:
 
 /// Whether a FlopCounter is counting.
 bool isCountingFlops();
-/// The living FlopCounter's count so far; 0 when none.
+/// The living FlopCounter's count so far, and training's part of it; 0
+/// when none.
 double countedFlops();
+double countedTrainingFlops();
+
+/// While one lives, what this thread counts is training's, though no
+/// gradient is recorded: the optimizer's step and gradient clipping.
+class TrainingFlops {
+public:
+  TrainingFlops();
+  ~TrainingFlops();
+  TrainingFlops(const TrainingFlops &) = delete;
+  TrainingFlops &operator=(const TrainingFlops &) = delete;
+};
 
 /// For a kernel that does its own arithmetic: adds \p Flops to the count
 /// (when counting) and, while it lives, leaves the operators this thread

@@ -120,7 +120,7 @@ dp::runLearnedPlacer(StringRef Algo, const LearnTask &T, const SearchOptions &S,
 }
 
 void dp::writeCurveCSV(raw_ostream &OS, ArrayRef<CurvePoint> Curve) {
-  OS << "samples,seconds,best_seconds,sample_seconds,flops\n";
+  OS << "samples,seconds,best_seconds,sample_seconds,flops,training_flops\n";
   for (const CurvePoint &P : Curve) {
     OS << P.Samples << ',';
     writeDouble(OS, P.Seconds);
@@ -129,9 +129,11 @@ void dp::writeCurveCSV(raw_ostream &OS, ArrayRef<CurvePoint> Curve) {
       writeDouble(OS, P.BestSeconds);
     OS << ',';
     writeDouble(OS, P.SampleSeconds);
-    OS << ',';
-    if (P.Flops >= 0)
-      writeDouble(OS, P.Flops);
+    for (double F : {P.Flops, P.TrainingFlops}) {
+      OS << ',';
+      if (F >= 0)
+        writeDouble(OS, F);
+    }
     OS << '\n';
   }
 }

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Modules.h"
+#include "FlopCount.h"
 #include "PolicySearch.h"
 #include "dp/Support/Diagnostics.h"
 
@@ -184,6 +185,7 @@ std::vector<double> pretrainDGI(GCNEncoder &Enc, const torch::Tensor &X,
     }
     Opt.zero_grad();
     Loss.backward();
+    learn::TrainingFlops Training;
     Opt.step();
   }
   if (!BestParams.empty()) {
@@ -626,6 +628,7 @@ double updatePPO(ArrayRef<PolicySample> Samples, const PPOConfig &C,
           -Surrogate.mean() - C.EntropyCoef * Entropy.mean();
       Opt.zero_grad();
       Loss.backward();
+      learn::TrainingFlops Training;
       torch::nn::utils::clip_grad_norm_(Params, C.MaxGradNorm);
       Opt.step();
       LastEpochLoss += Loss.item<double>() / Batches;
@@ -642,6 +645,7 @@ void minimize(const torch::Tensor &Loss, torch::optim::Optimizer &Opt,
               const std::vector<torch::Tensor> &Params, double MaxGradNorm) {
   Opt.zero_grad();
   Loss.backward();
+  learn::TrainingFlops Training;
   torch::nn::utils::clip_grad_norm_(Params, MaxGradNorm);
   Opt.step();
 }

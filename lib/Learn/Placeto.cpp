@@ -17,6 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "FlopCount.h"
 #include "Modules.h"
 #include "PolicySearch.h"
 #include "dp/Learn/Placers.h"
@@ -495,6 +496,7 @@ void PlacetoSearch::update(torch::optim::Adam &Opt, double EntropyCoef) {
         -((A * Taken).sum() + EntropyCoef * Entropy.sum()) / Total;
     Loss.backward();
   }
+  learn::TrainingFlops Training;
   torch::nn::utils::clip_grad_norm_(Policy->parameters(), MaxGradNorm);
   Opt.step();
 }

@@ -89,8 +89,10 @@ double PolicySearch::record(ArrayRef<uint32_t> Placement, const Evaluation &E) {
                       ? std::numeric_limits<double>::infinity()
                       : Result.BestEval.StepSeconds;
   P.SampleSeconds = LastSeconds;
-  if (Opts.CountFlops)
+  if (Opts.CountFlops) {
     P.Flops = learn::countedFlops();
+    P.TrainingFlops = learn::countedTrainingFlops();
+  }
   Result.Curve.push_back(P);
   printProgress(/*Final=*/false);
   return -std::sqrt(LastSeconds);

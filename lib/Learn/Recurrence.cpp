@@ -244,8 +244,6 @@ public:
     C0 = C0.contiguous();
     int64_t T = X.size(0), B = X.size(1), Hd = H0.size(1);
     int64_t Ls = W.hasAttention() ? W.Keys.size(1) : 0;
-    FusedFlops Flops(
-        T * countRecurrenceFlops(B, Hd, Ls, W.MemoryGates.defined()).Forward);
     auto Opts = X.options();
     Tensor G = torch::empty({T, B, 4 * Hd}, Opts);
     Tensor C = torch::empty({T, B, Hd}, Opts);
@@ -405,6 +403,13 @@ Recurrence runRecurrence(const Tensor &X, const Tensor &H0, const Tensor &C0,
   // (SegmentSeq2SeqImpl::isFused()).
   TORCH_CHECK(X.device().is_cpu() && X.scalar_type() == torch::kFloat,
               "runRecurrence: float32 tensors on the host only");
+  // Counted here, not in forward(), which autograd runs without
+  // gradients: whether they are recorded tells training from sampling.
+  FusedFlops Flops(X.size(0) *
+                   countRecurrenceFlops(X.size(1), H0.size(1),
+                                        W.hasAttention() ? W.Keys.size(1) : 0,
+                                        W.MemoryGates.defined())
+                       .Forward);
   Tensor None = torch::empty({0}, X.options());
   auto Or = [&](const Tensor &T) { return T.defined() ? T : None; };
   variable_list Out =

@@ -76,6 +76,33 @@ TEST(FlopCountTest, CountsOnlyWhileACounterLives) {
   EXPECT_EQ(C.total(), 0);
 }
 
+// Training is what records gradients, runs backward or steps the
+// optimizer; the rest, drawing placements, runs without gradients.
+TEST(FlopCountTest, SplitsTrainingFromDrawing) {
+  torch::Tensor A = torch::randn({3, 4}, torch::requires_grad()),
+                B = torch::randn({4, 5});
+  FlopCounter C;
+  {
+    torch::NoGradGuard NoGrad;
+    torch::mm(A, B);
+  }
+  EXPECT_EQ(C.total(), 120);
+  EXPECT_EQ(C.training(), 0);
+  torch::Tensor Y = torch::mm(A, B);
+  EXPECT_EQ(C.training(), 120);
+  double Before = C.training();
+  Y.sum().backward(); // dA = dY B^T: 2 x 3 x 5 x 4
+  EXPECT_EQ(C.training() - Before, 120);
+  EXPECT_EQ(C.total(), C.training() + 120);
+  {
+    torch::NoGradGuard NoGrad;
+    TrainingFlops Step;
+    A.mul_(0.5);
+  }
+  EXPECT_EQ(C.training() - Before, 120 + 12);
+  EXPECT_EQ(countedTrainingFlops(), C.training());
+}
+
 // The fused recurrence counts countRecurrenceFlops() per step, forward
 // and backward, whatever operators it calls inside.
 TEST(FlopCountTest, TheFusedRecurrenceCountsItsFormula) {
@@ -96,14 +123,20 @@ TEST(FlopCountTest, TheFusedRecurrenceCountsItsFormula) {
     Recurrence R;
     EXPECT_DOUBLE_EQ(countOf(C, [&] { R = runRecurrence(X, H0, C0, W); }),
                      std::round(T * Step.Forward));
+    EXPECT_EQ(C.training(), C.total()); // gradients recorded
     torch::Tensor Loss = R.H.sum();
     double Sum = C.total();
     Loss.backward();
     EXPECT_DOUBLE_EQ(C.total() - Sum, std::round(T * Step.Backward));
+    EXPECT_EQ(C.training(), C.total());
     RecurrenceStepper S(W, H0, C0);
     torch::NoGradGuard NoGrad;
     EXPECT_DOUBLE_EQ(countOf(C, [&] { S.step(X[0]); }),
                      std::round(Step.Forward));
+    EXPECT_DOUBLE_EQ(countOf(C, [&] { runRecurrence(X, H0, C0, W); }),
+                     std::round(T * Step.Forward));
+    EXPECT_DOUBLE_EQ(C.total() - C.training(),
+                     std::round(Step.Forward) + std::round(T * Step.Forward));
   }
 }
 

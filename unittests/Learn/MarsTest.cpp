@@ -284,10 +284,12 @@ TEST(PolicySearchTest, WritesTheCurveAsCSV) {
   Q.BestSeconds = 0.25;
   Q.SampleSeconds = 0.25;
   Q.Flops = 2048;
+  Q.TrainingFlops = 1024;
   writeCurveCSV(OS, {P, Q});
-  EXPECT_EQ(OS.str(), "samples,seconds,best_seconds,sample_seconds,flops\n"
-                      "1,0.5,,100.0,\n"
-                      "2,0.5,0.25,0.25,2048.0\n");
+  EXPECT_EQ(OS.str(),
+            "samples,seconds,best_seconds,sample_seconds,flops,training_flops\n"
+            "1,0.5,,100.0,,\n"
+            "2,0.5,0.25,0.25,2048.0,1024.0\n");
 }
 
 } // namespace

@@ -87,8 +87,10 @@ struct CurvePoint {
   double BestSeconds = 0;
   double SampleSeconds = 0;
   /// With SearchOptions::CountFlops: floating-point operations of the
-  /// search so far (lib/Learn/FlopCount.h); otherwise negative.
+  /// search so far, and training's part of them (the rest drew
+  /// placements; lib/Learn/FlopCount.h); otherwise negative.
   double Flops = -1;
+  double TrainingFlops = -1;
 };
 
 /// Options every learned placer takes.
