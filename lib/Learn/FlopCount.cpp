@@ -9,8 +9,8 @@
 #include <ATen/record_function.h>
 #include <c10/core/GradMode.h>
 
+#include <algorithm>
 #include <atomic>
-#include <cstring>
 #include <string_view>
 
 namespace dp {
