@@ -18,7 +18,7 @@ at today's defaults, so a ratio understates the speed-up at equal work.
 samples/s is placements scored over the search's seconds (the curve's
 last line, DGI pre-training included), as the snapshot counts it.
 
-Each row is then run again with count-flops=1 (lib/Learn/FlopCount.h:
+Each row is then run again with count-flops=true (lib/Learn/FlopCount.h:
 libtorch's operators counted from their shapes, the fused loops by their
 formula), which gives the floating-point operations per placement scored
 (pre-training and policy updates included). With the timed run's
@@ -70,7 +70,7 @@ def measure(tools, bc, variant, model, workdir, count_flops=False):
     operations per sample), or an error string."""
     os.makedirs(workdir, exist_ok=True)
     curve = os.path.join(workdir, "curve.csv")
-    opts = setting(variant, model) + (",count-flops=1" if count_flops else "")
+    opts = setting(variant, model) + (",count-flops=true" if count_flops else "")
     o = place(tools, bc, "p100x4", variant, opts, colocation(variant, model),
               1, workdir, curve=curve)
     if o.error:

@@ -6,7 +6,7 @@
 ///
 /// \file
 /// Counts the floating-point operations a learned placer's search does
-/// (place{...,count-flops=1}), so that bench/placer_speed.py can put a
+/// (place{...,count-flops=true}), so that bench/placer_speed.py can put a
 /// placer's speed next to what the core's matrix product allows.
 ///
 /// Two sources add up. Every libtorch operator the placer calls, forward
@@ -29,7 +29,6 @@
 #define DP_LIB_LEARN_FLOPCOUNT_H
 
 #include <cstdint>
-#include <memory>
 
 namespace dp {
 namespace learn {

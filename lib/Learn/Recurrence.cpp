@@ -243,7 +243,7 @@ public:
     H0 = H0.contiguous();
     C0 = C0.contiguous();
     int64_t T = X.size(0), B = X.size(1), Hd = H0.size(1);
-    int64_t Ls = W.hasAttention() ? W.Keys.size(1) : 0;
+    int64_t Ls = W.numKeys();
     auto Opts = X.options();
     Tensor G = torch::empty({T, B, 4 * Hd}, Opts);
     Tensor C = torch::empty({T, B, Hd}, Opts);
@@ -285,7 +285,7 @@ variable_list RecurrenceFunction::backward(AutogradContext *Ctx,
   const Tensor &G = Tape[0], &C = Tape[1], &TC = Tape[2], &Q = Tape[3];
   int64_t T = Hs.size(0), B = Hs.size(1), Hd = Hs.size(2);
   bool Attention = W.hasAttention();
-  int64_t Ls = Attention ? W.Keys.size(1) : 0;
+  int64_t Ls = W.numKeys();
   FusedFlops Flops(
       T * countRecurrenceFlops(B, Hd, Ls, W.MemoryGates.defined()).Backward);
   auto Opts = Hs.options();
@@ -405,11 +405,10 @@ Recurrence runRecurrence(const Tensor &X, const Tensor &H0, const Tensor &C0,
               "runRecurrence: float32 tensors on the host only");
   // Counted here, not in forward(), which autograd runs without
   // gradients: whether they are recorded tells training from sampling.
-  FusedFlops Flops(X.size(0) *
-                   countRecurrenceFlops(X.size(1), H0.size(1),
-                                        W.hasAttention() ? W.Keys.size(1) : 0,
-                                        W.MemoryGates.defined())
-                       .Forward);
+  FusedFlops Flops(X.size(0) * countRecurrenceFlops(X.size(1), H0.size(1),
+                                                    W.numKeys(),
+                                                    W.MemoryGates.defined())
+                                   .Forward);
   Tensor None = torch::empty({0}, X.options());
   auto Or = [&](const Tensor &T) { return T.defined() ? T : None; };
   variable_list Out =
@@ -432,7 +431,8 @@ RecurrenceStepper::RecurrenceStepper(const RecurrenceWeights &Weights,
   H = H0.contiguous().clone();
   C = C0.contiguous().clone();
   int64_t B = H.size(0), Hd = H.size(1);
-  int64_t Ls = W.hasAttention() ? W.Keys.size(1) : 0;
+  int64_t Ls = W.numKeys();
+  StepFlops = countRecurrenceFlops(B, Hd, Ls, W.MemoryGates.defined()).Forward;
   auto Opts = H.options();
   G = torch::empty({B, 4 * Hd}, Opts);
   TC = torch::empty({B, Hd}, Opts);
@@ -443,10 +443,7 @@ RecurrenceStepper::RecurrenceStepper(const RecurrenceWeights &Weights,
 }
 
 void RecurrenceStepper::step(const Tensor &X) {
-  FusedFlops Flops(countRecurrenceFlops(H.size(0), H.size(1),
-                                        W.hasAttention() ? W.Keys.size(1) : 0,
-                                        W.MemoryGates.defined())
-                       .Forward);
+  FusedFlops Flops(StepFlops);
   forwardStep(W, X.contiguous(), H, C, G, NextC, TC, NextH, Q, A);
   std::swap(H, NextH);
   std::swap(C, NextC);

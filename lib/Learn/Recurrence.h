@@ -47,6 +47,8 @@ struct RecurrenceWeights {
   torch::Tensor MemoryGates;
 
   bool hasAttention() const { return QueryT.defined(); }
+  /// Ls, the keys per set; 0 without attention.
+  int64_t numKeys() const { return hasAttention() ? Keys.size(1) : 0; }
 };
 
 /// What runRecurrence() gives.
@@ -76,6 +78,7 @@ public:
 private:
   RecurrenceWeights W;
   torch::Tensor H, C, G, TC, Q, A, NextH, NextC;
+  double StepFlops; ///< countRecurrenceFlops()'s forward for these shapes
 };
 
 /// Floating-point operations of one step for \p B placements (hidden

@@ -224,10 +224,10 @@ getSearchOptions(const PlaceOptions &Opts,
       continue;
     }
     if (Key == "count-flops") {
-      if (Value != "0" && Value != "1")
-        return makeError(Prefix + "count-flops must be 0 or 1, not '" + Value +
-                         "'");
-      S.CountFlops = Value == "1";
+      OptionTable Table("place{algo=" + Opts.Algo + "}");
+      Table.flag("count-flops", S.CountFlops);
+      if (Error E = OptionError::toLocated(Table.parse({{Key, Value}})))
+        return std::move(E);
       continue;
     }
     if (Key == "save" || Key == "load") {

@@ -120,7 +120,7 @@ struct SearchOptions {
   /// machine two threads made 200 Mars samples on GNMT-4 2.4x slower.
   unsigned Threads = 1;
   /// Count the search's floating-point operations into the curve
-  /// (count-flops=1). Slows every operator call: not for timed runs.
+  /// (count-flops=true). Slows every operator call: not for timed runs.
   bool CountFlops = false;
 };
 
