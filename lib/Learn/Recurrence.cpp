@@ -6,6 +6,7 @@
 
 #include "Recurrence.h"
 #include "FlopCount.h"
+#include "PackedProduct.h"
 
 #include <torch/autograd.h>
 
@@ -18,6 +19,15 @@ namespace learn {
 using torch::Tensor;
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
+
+/// A step's constant matrices, laid out once per segment for its B rows
+/// (PackedProduct.h): W_hh^T [H, 4H], W_q^T [H, H] and the memory gates
+/// [Ls, 4H] (shared by the B placements, or one per placement, read by
+/// its one row); in the backward pass their transposes.
+struct PackedWeights {
+  PackedMatrix Recurrent, Query;
+  std::vector<PackedMatrix> Memory;
+};
 
 namespace {
 
@@ -93,108 +103,68 @@ scoreKeysBackward(const float *K, const float *Q, const float *V,
   }
 }
 
-/// The products of a step, without OpenBLAS for a few rows: a step
-/// multiplies the few placements drawn together (rows) by a weight matrix,
-/// and OpenBLAS copies (packs) the whole matrix on every call; on
-/// ColocRL's BERT-Base steps the copying took twice the multiplication's
-/// time. bench/README.md ("dp-bench-learn") has the measured rates.
-constexpr int64_t MaxSmallRows = 8;
-
-/// Y [M, N] (+)= X [M, K] W [K, N], row-major with the given row strides:
-/// W's rows are read in fours, in order, each four once per row of X, so
-/// a row of Y is loaded and stored once per four rows of W.
-__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3",
-                             "default"))) void
-rowsTimes(const float *X, int64_t Ldx, const float *W, int64_t Ldw, float *Y,
-          int64_t Ldy, int64_t M, int64_t K, int64_t N, bool Accumulate) {
-  if (!Accumulate)
-    for (int64_t I = 0; I != M; ++I)
-      std::fill(Y + I * Ldy, Y + I * Ldy + N, 0.0f);
-  int64_t Kk = 0;
-  for (; Kk + 4 <= K; Kk += 4) {
-    const float *W0 = W + Kk * Ldw, *W1 = W0 + Ldw, *W2 = W1 + Ldw,
-                *W3 = W2 + Ldw;
-    for (int64_t I = 0; I != M; ++I) {
-      const float *Xi = X + I * Ldx + Kk;
-      float A = Xi[0], B = Xi[1], C = Xi[2], D = Xi[3];
-      float *Yi = Y + I * Ldy;
-#pragma omp simd
-      for (int64_t J = 0; J < N; ++J)
-        Yi[J] += A * W0[J] + B * W1[J] + C * W2[J] + D * W3[J];
+/// \p W's matrices for B rows, or their transposes (\p Transposed).
+PackedWeights packWeights(const RecurrenceWeights &W, int64_t B,
+                          bool Transposed) {
+  auto Pack = [&](const Tensor &M, int64_t Rows) {
+    return PackedMatrix(Transposed ? M.t() : M, Rows);
+  };
+  PackedWeights P;
+  P.Recurrent = Pack(W.RecurrentT, B);
+  if (W.hasAttention()) {
+    P.Query = Pack(W.QueryT, B);
+    if (W.MemoryGates.defined()) {
+      int64_t N = W.MemoryGates.size(0);
+      for (int64_t I = 0; I != N; ++I)
+        P.Memory.push_back(Pack(W.MemoryGates[I], N == 1 ? B : 1));
     }
   }
-  for (; Kk < K; ++Kk) {
-    const float *W0 = W + Kk * Ldw;
-    for (int64_t I = 0; I != M; ++I) {
-      float A = X[I * Ldx + Kk];
-      float *Yi = Y + I * Ldy;
-#pragma omp simd
-      for (int64_t J = 0; J < N; ++J)
-        Yi[J] += A * W0[J];
-    }
-  }
+  return P;
 }
 
-/// Y (+)= X W for 2-D float tensors: rowsTimes() for a few rows with unit
-/// column strides, libtorch's product otherwise.
-void product(Tensor &Y, const Tensor &X, const Tensor &W, bool Accumulate) {
-  int64_t M = X.size(0);
-  if (M > MaxSmallRows || X.stride(1) != 1 || W.stride(1) != 1 ||
-      Y.stride(1) != 1) {
-    if (Accumulate)
-      Y.addmm_(X, W);
-    else
-      at::mm_out(Y, X, W);
+/// Y [B, *] (+)= X [B, *] times the memory gates (or their transposes):
+/// one product when they are shared, else one per placement.
+void multiplyMemory(const PackedWeights &P, const Tensor &Y, const Tensor &X,
+                    bool Accumulate) {
+  if (P.Memory.size() == 1) {
+    P.Memory[0].multiply(Y, X, Accumulate);
     return;
   }
-  rowsTimes(X.data_ptr<float>(), X.stride(0), W.data_ptr<float>(), W.stride(0),
-            Y.data_ptr<float>(), Y.stride(0), M, X.size(1), W.size(1),
-            Accumulate);
+  for (int64_t I = 0, B = Y.size(0); I != B; ++I) // per placement
+    P.Memory[I].multiply(Y.narrow(0, I, 1), X.narrow(0, I, 1), Accumulate);
 }
 
 /// The attention weights of one step: Q = h W_q^T [B, H], A = softmax(v .
 /// tanh(keys + Q)) [B, Ls].
-void attend(const RecurrenceWeights &W, const Tensor &Hp, Tensor &Q,
-            Tensor &A) {
+void attend(const RecurrenceWeights &W, const PackedWeights &P,
+            const Tensor &Hp, Tensor &Q, Tensor &A) {
   int64_t B = Hp.size(0), Ls = W.Keys.size(1), H = Hp.size(1);
-  product(Q, Hp, W.QueryT, /*Accumulate=*/false);
+  P.Query.multiply(Q, Hp, /*Accumulate=*/false);
   scoreKeys(W.Keys.data_ptr<float>(), Q.data_ptr<float>(),
             W.Score.data_ptr<float>(), A.data_ptr<float>(), B, W.Keys.size(0),
             Ls, H);
-  float *P = A.data_ptr<float>();
-  for (int64_t I = 0; I != B; ++I, P += Ls) {
-    float Max = *std::max_element(P, P + Ls), Sum = 0;
+  float *S = A.data_ptr<float>();
+  for (int64_t I = 0; I != B; ++I, S += Ls) {
+    float Max = *std::max_element(S, S + Ls), Sum = 0;
     for (int64_t J = 0; J != Ls; ++J)
-      Sum += P[J] = std::exp(P[J] - Max);
+      Sum += S[J] = std::exp(S[J] - Max);
     for (int64_t J = 0; J != Ls; ++J)
-      P[J] /= Sum;
-  }
-}
-
-/// G [B, 4H] += A [B, Ls] times the memory gates [N, Ls, 4H].
-void addWeightedMemory(Tensor &G, const Tensor &A, const Tensor &Memory) {
-  if (Memory.size(0) == 1) {
-    product(G, A, Memory[0], /*Accumulate=*/true);
-    return;
-  }
-  for (int64_t I = 0, B = G.size(0); I != B; ++I) { // per placement
-    Tensor Gi = G.narrow(0, I, 1);
-    product(Gi, A.narrow(0, I, 1), Memory[I], /*Accumulate=*/true);
+      S[J] /= Sum;
   }
 }
 
 /// One forward step from (Hp, Cp) with gate inputs X: G ends holding the
 /// activated gates (i, f, g, o), then C, tanh(C) and H.
-void forwardStep(const RecurrenceWeights &W, const Tensor &X, const Tensor &Hp,
-                 const Tensor &Cp, Tensor &G, Tensor &C, Tensor &TC, Tensor &H,
-                 Tensor &Q, Tensor &A) {
+void forwardStep(const RecurrenceWeights &W, const PackedWeights &P,
+                 const Tensor &X, const Tensor &Hp, const Tensor &Cp, Tensor &G,
+                 Tensor &C, Tensor &TC, Tensor &H, Tensor &Q, Tensor &A) {
   int64_t B = Hp.size(0), Hd = Hp.size(1);
   G.copy_(X);
-  product(G, Hp, W.RecurrentT, /*Accumulate=*/true);
+  P.Recurrent.multiply(G, Hp, /*Accumulate=*/true);
   if (W.hasAttention()) {
-    attend(W, Hp, Q, A);
+    attend(W, P, Hp, Q, A);
     if (W.MemoryGates.defined())
-      addWeightedMemory(G, A, W.MemoryGates);
+      multiplyMemory(P, G, A, /*Accumulate=*/true);
   }
   G.narrow(1, 0, 2 * Hd).sigmoid_();
   G.narrow(1, 2 * Hd, Hd).tanh_();
@@ -251,11 +221,12 @@ public:
     Tensor Hs = torch::empty({T, B, Hd}, Opts);
     Tensor Q = torch::empty({T, B, Ls ? Hd : 0}, Opts);
     Tensor A = torch::empty({T, B, Ls}, Opts);
+    PackedWeights P = packWeights(W, B, /*Transposed=*/false);
     for (int64_t I = 0; I != T; ++I) {
       Tensor Gi = G[I], Ci = C[I], TCi = TC[I], Hi = Hs[I], Qi = Q[I],
              Ai = A[I];
-      forwardStep(W, X[I], I ? Hs[I - 1] : H0, I ? C[I - 1] : C0, Gi, Ci, TCi,
-                  Hi, Qi, Ai);
+      forwardStep(W, P, X[I], I ? Hs[I - 1] : H0, I ? C[I - 1] : C0, Gi, Ci,
+                  TCi, Hi, Qi, Ai);
     }
     Ctx->save_for_backward({Hs, A});
     Ctx->saved_data["in"] = std::vector<Tensor>{
@@ -311,13 +282,8 @@ variable_list RecurrenceFunction::backward(AutogradContext *Ctx,
       Grads[2].defined() ? Grads[2].clone() : torch::zeros({B, Hd}, Opts);
   Tensor DhPrev = torch::empty({B, Hd}, Opts);
   // The step's products read the weights untransposed: W_hh [4H, H], W_q
-  // [H, H] and the memory gates [N, 4H, Ls], transposed once here.
-  Tensor Rec = RecT.t().contiguous(), Query, MemoryT;
-  if (Attention) {
-    Query = W.QueryT.t().contiguous();
-    if (W.MemoryGates.defined())
-      MemoryT = W.MemoryGates.transpose(1, 2).contiguous();
-  }
+  // [H, H] and the memory gates [4H, Ls].
+  PackedWeights P = packWeights(W, B, /*Transposed=*/true);
   for (int64_t I = T - 1; I >= 0; --I) {
     Dh.add_(DHs[I]);
     const Tensor &Cp = I ? C[I - 1] : C0;
@@ -342,23 +308,15 @@ variable_list RecurrenceFunction::backward(AutogradContext *Ctx,
         }
       }
     }
-    product(DhPrev, DG, Rec, /*Accumulate=*/false);
+    P.Recurrent.multiply(DhPrev, DG, /*Accumulate=*/false);
     if (Attention) {
       Tensor Ai = A[I];
       if (DA.defined())
         Da.copy_(DA[I]);
       else
         Da.zero_();
-      if (W.MemoryGates.defined()) {
-        if (W.MemoryGates.size(0) == 1) {
-          product(Da, DG, MemoryT[0], /*Accumulate=*/true);
-        } else {
-          for (int64_t J = 0; J != B; ++J) { // per placement
-            Tensor DaJ = Da.narrow(0, J, 1);
-            product(DaJ, DG.narrow(0, J, 1), MemoryT[J], /*Accumulate=*/true);
-          }
-        }
-      }
+      if (W.MemoryGates.defined())
+        multiplyMemory(P, Da, DG, /*Accumulate=*/true);
       // Through the softmax: ds_j = a_j (da_j - sum_k a_k da_k), into Da.
       const float *Ap = Ai.data_ptr<float>();
       float *Dap = Da.data_ptr<float>();
@@ -374,7 +332,7 @@ variable_list RecurrenceFunction::backward(AutogradContext *Ctx,
                         DScore.data_ptr<float>(), DKeys.data_ptr<float>(),
                         DQs[I].data_ptr<float>(), B, W.Keys.size(0), Ls, Hd);
       Tensor DQ = DQs[I];
-      product(DhPrev, DQ, Query, /*Accumulate=*/true);
+      P.Query.multiply(DhPrev, DQ, /*Accumulate=*/true);
     }
     std::swap(Dh, DhPrev);
   }
@@ -433,6 +391,8 @@ RecurrenceStepper::RecurrenceStepper(const RecurrenceWeights &Weights,
   int64_t B = H.size(0), Hd = H.size(1);
   int64_t Ls = W.numKeys();
   StepFlops = countRecurrenceFlops(B, Hd, Ls, W.MemoryGates.defined()).Forward;
+  Packed = std::make_shared<const PackedWeights>(
+      packWeights(W, B, /*Transposed=*/false));
   auto Opts = H.options();
   G = torch::empty({B, 4 * Hd}, Opts);
   TC = torch::empty({B, Hd}, Opts);
@@ -444,7 +404,7 @@ RecurrenceStepper::RecurrenceStepper(const RecurrenceWeights &Weights,
 
 void RecurrenceStepper::step(const Tensor &X) {
   FusedFlops Flops(StepFlops);
-  forwardStep(W, X.contiguous(), H, C, G, NextC, TC, NextH, Q, A);
+  forwardStep(W, *Packed, X.contiguous(), H, C, G, NextC, TC, NextH, Q, A);
   std::swap(H, NextH);
   std::swap(C, NextC);
 }

@@ -29,9 +29,12 @@
 #include <torch/types.h>
 
 #include <cstdint>
+#include <memory>
 
 namespace dp {
 namespace learn {
+
+struct PackedWeights;
 
 /// What the recurrence reads besides its gate inputs: the recurrent
 /// weights and, with attention, its keys and weights. B placements read
@@ -79,6 +82,8 @@ private:
   RecurrenceWeights W;
   torch::Tensor H, C, G, TC, Q, A, NextH, NextC;
   double StepFlops; ///< countRecurrenceFlops()'s forward for these shapes
+  /// The weights laid out for the step's products, once.
+  std::shared_ptr<const PackedWeights> Packed;
 };
 
 /// Floating-point operations of one step for \p B placements (hidden

@@ -384,9 +384,10 @@ TEST(Seq2SeqTest, SampleAndEvaluateAgreeForEveryAttention) {
 // the same log-probabilities, entropies and gradients of every parameter,
 // for every attention, one shared sequence or a batch of them, over
 // several segments; and the same samples from the same generator. The
-// sizes cover the fused loops' row blocks (3 rows; 6, over two blocks),
-// their column blocks and remainder (hidden 40: 160 gate columns, 40
-// query columns) and libtorch's products (10 rows).
+// sizes cover oneDNN's layouts of the weights for 3, 6 and 10 rows
+// (PackedProduct.h), with widths that are and are not multiples of its
+// blocks (hidden 8: 32 gate columns; hidden 40: 160 gate columns, 40 query
+// columns).
 TEST(Seq2SeqTest, TheFusedRecurrenceComputesTheOperatorForm) {
   struct Size {
     int64_t Hidden, Batch;
