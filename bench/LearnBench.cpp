@@ -14,16 +14,20 @@
 /// attention. Prints the ratio of the two, measured side by side in this
 /// run, and the fused form's GFLOP/s against a 1024^3 matrix product's on
 /// the same thread: how far the placers are from what the core can do.
+/// Also times a step's product with the weights laid out once
+/// (PackedProduct.h) against libtorch's, at Mars's and EAGLE's shapes.
 ///
 //===----------------------------------------------------------------------===//
 
 #include "BenchReporter.h"
 #include "Modules.h"
+#include "PackedProduct.h"
 #include "Recurrence.h"
 
 #include <torch/torch.h>
 
 #include <cstdio>
+#include <iterator>
 #include <random>
 #include <string>
 
@@ -74,6 +78,33 @@ void BM_Matmul(benchmark::State &State) {
     benchmark::DoNotOptimize(torch::mm(A, B));
 }
 
+/// A step's product, rows x K by K x N: Mars's decoder (hidden 128) in an
+/// update and in sampling, EAGLE's (hidden 512, 10 placements) forward and
+/// backward.
+struct StepShape {
+  int64_t Rows, K, N;
+};
+const StepShape StepShapes[] = {
+    {5, 128, 512}, {20, 128, 512}, {10, 512, 2048}, {10, 2048, 512}};
+
+/// A step's product by libtorch's (OpenBLAS) matrix product (range(1) =
+/// 0) or by the weights laid out once (1, PackedProduct.h), as the fused
+/// recurrence multiplies at every step.
+void BM_StepProduct(benchmark::State &State) {
+  StepShape S = StepShapes[State.range(0)];
+  torch::Tensor X = torch::randn({S.Rows, S.K}), W = torch::randn({S.K, S.N});
+  torch::Tensor Y = torch::zeros({S.Rows, S.N});
+  if (State.range(1)) {
+    PackedMatrix P(W, S.Rows);
+    for (auto _ : State)
+      P.multiply(Y, X, /*Accumulate=*/true);
+  } else {
+    for (auto _ : State)
+      Y.addmm_(X, W);
+  }
+  benchmark::DoNotOptimize(Y.data_ptr<float>());
+}
+
 /// Floating-point work of encoding the sequence and running the decoder
 /// over it for \p Batch placements, forward (and with \p Backward, the
 /// backward pass too: twice the forward's products).
@@ -113,6 +144,19 @@ public:
                 "%lld devices\n",
                 (long long)Units, (long long)Hidden, (long long)Segment,
                 (long long)Devices);
+    for (size_t I = 0; I != std::size(StepShapes); ++I) {
+      StepShape S = StepShapes[I];
+      std::string Base = "BM_StepProduct/" + std::to_string(I) + "/";
+      const double *Packed = seconds(Base + "1"), *Blas = seconds(Base + "0");
+      if (!Packed || !Blas)
+        continue;
+      double Flops = 2.0 * S.Rows * S.K * S.N / 1e9;
+      std::printf("step product %2lld x %4lld by %4lld x %4lld: libtorch "
+                  "%5.1f GFLOP/s, laid out once %5.1f GFLOP/s, %.2fx\n",
+                  (long long)S.Rows, (long long)S.K, (long long)S.K,
+                  (long long)S.N, Flops / *Blas, Flops / *Packed,
+                  *Blas / *Packed);
+    }
     for (const char *What : {"Sample", "Update"}) {
       bool Update = What[0] == 'U';
       int64_t Batch = Update ? UpdateBatch : SampleBatch;
@@ -143,6 +187,9 @@ int main(int argc, char **argv) {
     benchmark::RegisterBenchmark(What, What[3] == 'S' ? BM_Sample : BM_Update)
         ->ArgsProduct({{0, 1, 2}, {0, 1}})
         ->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("BM_StepProduct", BM_StepProduct)
+      ->ArgsProduct({{0, 1, 2, 3}, {0, 1}})
+      ->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("BM_Matmul", BM_Matmul)
       ->Unit(benchmark::kMillisecond);
   RatioReporter Reporter;
