@@ -118,14 +118,18 @@ void PackedMatrix::multiply(const torch::Tensor &Y, const torch::Tensor &X,
                   Y.size(0) == P->Rows && Y.size(1) == P->N &&
                   X.stride(1) == 1 && Y.stride(1) == 1,
               "PackedMatrix: a product of the wrong shape");
+  multiply(Y.data_ptr<float>(), Y.stride(0), X.data_ptr<float>(), X.stride(0),
+           Accumulate);
+}
+
+void PackedMatrix::multiply(float *Y, int64_t Ldy, const float *X, int64_t Ldx,
+                            bool Accumulate) const {
   Context &Ctx = context();
-  int64_t Ldx = X.stride(0), Ldy = Y.stride(0);
   const dnnl::matmul &Product =
       Ctx.product({P->Rows, P->K, P->N, Ldx, Ldy, Accumulate});
   memory Src(Context::rows(P->Rows, P->K, Ldx), Ctx.Engine,
-             X.data_ptr<float>());
-  memory Dst(Context::rows(P->Rows, P->N, Ldy), Ctx.Engine,
-             Y.data_ptr<float>());
+             const_cast<float *>(X));
+  memory Dst(Context::rows(P->Rows, P->N, Ldy), Ctx.Engine, Y);
   Product.execute(Ctx.Stream, {{DNNL_ARG_SRC, Src},
                                {DNNL_ARG_WEIGHTS, P->Packed},
                                {DNNL_ARG_DST, Dst}});

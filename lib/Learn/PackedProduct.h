@@ -41,6 +41,10 @@ public:
   /// float32 host tensors whose rows are contiguous (any row stride).
   void multiply(const torch::Tensor &Y, const torch::Tensor &X,
                 bool Accumulate) const;
+  /// The same on raw rows, for a loop that keeps no tensors per step:
+  /// Y's rows \p Ldy floats apart, X's \p Ldx.
+  void multiply(float *Y, int64_t Ldy, const float *X, int64_t Ldx,
+                bool Accumulate) const;
 
 private:
   struct Impl;
