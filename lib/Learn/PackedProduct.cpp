@@ -14,6 +14,7 @@
 
 #include "oneapi/dnnl/dnnl.hpp"
 
+#include <cassert>
 #include <map>
 #include <tuple>
 
@@ -124,6 +125,7 @@ void PackedMatrix::multiply(const torch::Tensor &Y, const torch::Tensor &X,
 
 void PackedMatrix::multiply(float *Y, int64_t Ldy, const float *X, int64_t Ldx,
                             bool Accumulate) const {
+  assert(P && Ldx >= P->K && Ldy >= P->N && "a product of the wrong shape");
   Context &Ctx = context();
   const dnnl::matmul &Product =
       Ctx.product({P->Rows, P->K, P->N, Ldx, Ldy, Accumulate});

@@ -42,7 +42,8 @@ public:
   void multiply(const torch::Tensor &Y, const torch::Tensor &X,
                 bool Accumulate) const;
   /// The same on raw rows, for a loop that keeps no tensors per step:
-  /// Y's rows \p Ldy floats apart, X's \p Ldx.
+  /// Y's rows \p Ldy floats apart, X's \p Ldx; the caller vouches for the
+  /// shapes (Rows rows of K and N floats).
   void multiply(float *Y, int64_t Ldy, const float *X, int64_t Ldx,
                 bool Accumulate) const;
 
