@@ -41,35 +41,36 @@ struct Context {
 
   /// The blocked layout oneDNN's product reads W [K, N] in for Rows rows.
   const memory::desc &layout(int64_t Rows, int64_t K, int64_t N) {
-    auto [It, New] = Layouts.try_emplace({Rows, K, N});
-    if (New) {
-      dnnl::matmul::primitive_desc PD(
-          dnnl::matmul::desc(rows(Rows, K, K),
-                             memory::desc({K, N}, memory::data_type::f32,
-                                          memory::format_tag::any),
-                             rows(Rows, N, N)),
-          Engine);
-      It->second = PD.weights_desc();
-    }
-    return It->second;
+    // Made before it is cached: a failure (an exception) caches nothing.
+    auto It = Layouts.find({Rows, K, N});
+    if (It != Layouts.end())
+      return It->second;
+    dnnl::matmul::primitive_desc PD(
+        dnnl::matmul::desc(rows(Rows, K, K),
+                           memory::desc({K, N}, memory::data_type::f32,
+                                        memory::format_tag::any),
+                           rows(Rows, N, N)),
+        Engine);
+    return Layouts.emplace(std::make_tuple(Rows, K, N), PD.weights_desc())
+        .first->second;
   }
 
   const dnnl::matmul &product(const ProductKey &Key) {
-    auto [It, New] = Products.try_emplace(Key);
-    if (New) {
-      auto [Rows, K, N, Ldx, Ldy, Accumulate] = Key;
-      dnnl::primitive_attr Attr;
-      if (Accumulate) {
-        dnnl::post_ops Sum;
-        Sum.append_sum(1.0f);
-        Attr.set_post_ops(Sum);
-      }
-      It->second = dnnl::matmul(dnnl::matmul::primitive_desc(
-          dnnl::matmul::desc(rows(Rows, K, Ldx), layout(Rows, K, N),
-                             rows(Rows, N, Ldy)),
-          Attr, Engine));
+    auto It = Products.find(Key);
+    if (It != Products.end())
+      return It->second;
+    auto [Rows, K, N, Ldx, Ldy, Accumulate] = Key;
+    dnnl::primitive_attr Attr;
+    if (Accumulate) {
+      dnnl::post_ops Sum;
+      Sum.append_sum(1.0f);
+      Attr.set_post_ops(Sum);
     }
-    return It->second;
+    dnnl::matmul Product(dnnl::matmul::primitive_desc(
+        dnnl::matmul::desc(rows(Rows, K, Ldx), layout(Rows, K, N),
+                           rows(Rows, N, Ldy)),
+        Attr, Engine));
+    return Products.emplace(Key, std::move(Product)).first->second;
   }
 
   static memory::desc rows(int64_t Rows, int64_t Cols, int64_t Ld) {
