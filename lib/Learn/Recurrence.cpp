@@ -324,9 +324,9 @@ variable_list RecurrenceFunction::backward(AutogradContext *Ctx,
   const float *GAll = G.data_ptr<float>(), *TCAll = TC.data_ptr<float>(),
               *CAll = C.data_ptr<float>(), *DHAll = DHs.data_ptr<float>();
   float *DXAll = DX.data_ptr<float>();
-  float *Dhp = Dh.data_ptr<float>(), *DhPrevp = DhPrev.data_ptr<float>(),
-        *Dcp = Dc.data_ptr<float>();
+  float *Dcp = Dc.data_ptr<float>();
   for (int64_t I = T - 1; I >= 0; --I) {
+    float *Dhp = Dh.data_ptr<float>(), *DhPrevp = DhPrev.data_ptr<float>();
     const float *DHi = DHAll + I * Rows;
     for (int64_t K = 0; K != Rows; ++K)
       Dhp[K] += DHi[K];
@@ -373,7 +373,6 @@ variable_list RecurrenceFunction::backward(AutogradContext *Ctx,
           DKeys.data_ptr<float>(), DQp, B, W.Keys.size(0), Ls, Hd);
       P.Query.multiply(DhPrevp, Hd, DQp, Hd, /*Accumulate=*/true);
     }
-    std::swap(Dhp, DhPrevp);
     std::swap(Dh, DhPrev);
   }
   // The input state of every step, [T B, H].
