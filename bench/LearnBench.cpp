@@ -15,10 +15,13 @@
 /// run, and the fused form's GFLOP/s against a 1024^3 matrix product's on
 /// the same thread: how far the placers are from what the core can do.
 /// Also times a step's product with the weights laid out once
-/// (PackedProduct.h) against libtorch's, at Mars's and EAGLE's shapes.
+/// (PackedProduct.h) against libtorch's, at Mars's and EAGLE's shapes, and
+/// a step's attention scores (AdditiveScores.h) by the AVX-512 kernel
+/// against the portable loop.
 ///
 //===----------------------------------------------------------------------===//
 
+#include "AdditiveScores.h"
 #include "BenchReporter.h"
 #include "Modules.h"
 #include "PackedProduct.h"
@@ -105,6 +108,33 @@ void BM_StepProduct(benchmark::State &State) {
   benchmark::DoNotOptimize(Y.data_ptr<float>());
 }
 
+/// The attention's scores (AdditiveScores.h) of a step at Mars's shapes,
+/// forward (range 0 = 0) or backward, by the portable loop (range 1 = 0)
+/// or the best kernel of this CPU.
+void BM_Scores(benchmark::State &State) {
+  bool Backward = State.range(0);
+  ScoreKernel Kernel =
+      State.range(1) ? ScoreKernel::Best : ScoreKernel::Portable;
+  const int64_t B = SampleBatch, Ls = Segment, H = Hidden;
+  torch::Tensor K = torch::randn({1, Ls, H}), Q = torch::randn({B, H}),
+                V = torch::randn({H}), S = torch::randn({B, Ls});
+  torch::Tensor DV = torch::zeros({H}), DK = torch::zeros({1, Ls, H}),
+                DQ = torch::zeros({B, H});
+  for (auto _ : State) {
+    if (Backward)
+      additiveScoresBackward(K.data_ptr<float>(), Q.data_ptr<float>(),
+                             V.data_ptr<float>(), S.data_ptr<float>(),
+                             DV.data_ptr<float>(), DK.data_ptr<float>(),
+                             DQ.data_ptr<float>(), B, 1, Ls, H, Kernel);
+    else
+      additiveScores(K.data_ptr<float>(), Q.data_ptr<float>(),
+                     V.data_ptr<float>(), S.data_ptr<float>(), B, 1, Ls, H,
+                     Kernel);
+  }
+  benchmark::DoNotOptimize(S.data_ptr<float>());
+  benchmark::DoNotOptimize(DQ.data_ptr<float>());
+}
+
 /// Floating-point work of encoding the sequence and running the decoder
 /// over it for \p Batch placements, forward (and with \p Backward, the
 /// backward pass too: twice the forward's products).
@@ -157,6 +187,18 @@ public:
                   (long long)S.N, Flops / *Blas, Flops / *Packed,
                   *Blas / *Packed);
     }
+    for (int Backward = 0; Backward != 2; ++Backward) {
+      std::string Base = "BM_Scores/" + std::to_string(Backward) + "/";
+      const double *Best = seconds(Base + "1"), *Portable = seconds(Base + "0");
+      if (!Best || !Portable)
+        continue;
+      std::printf("attention scores %s, %lld queries x %lld keys x %lld: "
+                  "portable loop %6.1f us, %s %6.1f us, %.2fx\n",
+                  Backward ? "backward" : "forward ", (long long)SampleBatch,
+                  (long long)Segment, (long long)Hidden, *Portable * 1e6,
+                  hasVectorScores() ? "AVX-512 kernel" : "(the same)",
+                  *Best * 1e6, *Portable / *Best);
+    }
     for (const char *What : {"Sample", "Update"}) {
       bool Update = What[0] == 'U';
       int64_t Batch = Update ? UpdateBatch : SampleBatch;
@@ -189,6 +231,9 @@ int main(int argc, char **argv) {
         ->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("BM_StepProduct", BM_StepProduct)
       ->ArgsProduct({{0, 1, 2, 3}, {0, 1}})
+      ->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("BM_Scores", BM_Scores)
+      ->ArgsProduct({{0, 1}, {0, 1}})
       ->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("BM_Matmul", BM_Matmul)
       ->Unit(benchmark::kMillisecond);

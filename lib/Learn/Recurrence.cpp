@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Recurrence.h"
+#include "AdditiveScores.h"
 #include "FlopCount.h"
 #include "PackedProduct.h"
 
@@ -30,78 +31,6 @@ struct PackedWeights {
 };
 
 namespace {
-
-/// tanh(x) to within 2e-7 (absolute), as (1 - t) / (1 + t) with t =
-/// e^{-2|x|} = 2^n 2^f: n by rounding, 2^f on [-1/2, 1/2] by its Taylor
-/// polynomial of degree 6 in f ln 2 (remainder < 2e-7). Branch-free, so
-/// that the loops below vectorize; the attention's tanh is most of the
-/// placers' arithmetic, and libtorch's (SLEEF's 1-ulp tanh) costs four
-/// times as much.
-inline float tanhApprox(float X) {
-  float A = std::min(__builtin_fabsf(X), 9.0f); // tanh(9) = 1 - 3e-8
-  float Z = A * -2.88539008177792681f;          // -2 log2(e) |x|
-  const float Round = 12582912.0f;              // 1.5 * 2^23
-  float R = Z + Round, N = R - Round;
-  int32_t Exp =
-      __builtin_bit_cast(int32_t, R) - __builtin_bit_cast(int32_t, Round);
-  float U = (Z - N) * 0.693147180559945309f;
-  float P =
-      1 +
-      U * (1 + U * (1.0f / 2 +
-                    U * (1.0f / 6 + U * (1.0f / 24 + U * (1.0f / 120 +
-                                                          U * (1.0f / 720))))));
-  // 2^n P: n added to P's exponent field. A product, not Exp << 23: n is
-  // in [-13, 0], and a left shift of a negative value is undefined.
-  float T = __builtin_bit_cast(float, __builtin_bit_cast(int32_t, P) +
-                                          Exp * (1 << 23));
-  float Y = (1 - T) / (1 + T);
-  return __builtin_bit_cast(
-      float, __builtin_bit_cast(uint32_t, Y) |
-                 (__builtin_bit_cast(uint32_t, X) & 0x80000000u));
-}
-
-/// The additive scores S[b, j] = v . tanh(K[b, j] + Q[b]) of B queries
-/// [B, H] over keys [N, Ls, H] (N = 1: shared).
-__attribute__((target_clones("arch=x86-64-v3", "default"))) void
-scoreKeys(const float *K, const float *Q, const float *V, float *S, int64_t B,
-          int64_t N, int64_t Ls, int64_t H) {
-  for (int64_t I = 0; I != B; ++I) {
-    const float *Kb = K + (N == 1 ? 0 : I * Ls * H), *Qb = Q + I * H;
-    for (int64_t J = 0; J != Ls; ++J) {
-      const float *Kj = Kb + J * H;
-      float Acc = 0;
-#pragma omp simd reduction(+ : Acc)
-      for (int64_t L = 0; L < H; ++L)
-        Acc += V[L] * tanhApprox(Kj[L] + Qb[L]);
-      S[I * Ls + J] = Acc;
-    }
-  }
-}
-
-/// scoreKeys() backward from the scores' gradients \p DS [B, Ls]: adds to
-/// \p DV [H] and \p DK [N, Ls, H]; sets \p DQ [B, H]. Recomputes the tanh.
-__attribute__((target_clones("arch=x86-64-v3", "default"))) void
-scoreKeysBackward(const float *K, const float *Q, const float *V,
-                  const float *DS, float *DV, float *DK, float *DQ, int64_t B,
-                  int64_t N, int64_t Ls, int64_t H) {
-  for (int64_t I = 0; I != B; ++I) {
-    const float *Kb = K + (N == 1 ? 0 : I * Ls * H), *Qb = Q + I * H;
-    float *DKb = DK + (N == 1 ? 0 : I * Ls * H), *DQb = DQ + I * H;
-    std::fill(DQb, DQb + H, 0.0f);
-    for (int64_t J = 0; J != Ls; ++J) {
-      const float *Kj = Kb + J * H;
-      float *DKj = DKb + J * H, D = DS[I * Ls + J];
-#pragma omp simd
-      for (int64_t L = 0; L < H; ++L) {
-        float E = tanhApprox(Kj[L] + Qb[L]);
-        float P = D * V[L] * (1 - E * E);
-        DV[L] += D * E;
-        DKj[L] += P;
-        DQb[L] += P;
-      }
-    }
-  }
-}
 
 /// \p W's matrices for B rows, or their transposes (\p Transposed).
 PackedWeights packWeights(const RecurrenceWeights &W, int64_t B,
@@ -150,8 +79,8 @@ void attend(const RecurrenceWeights &W, const PackedWeights &P,
             const StepRows &R, int64_t B, int64_t H) {
   int64_t Ls = W.Keys.size(1);
   P.Query.multiply(R.Q, H, R.Hp, H, /*Accumulate=*/false);
-  scoreKeys(W.Keys.data_ptr<float>(), R.Q, W.Score.data_ptr<float>(), R.A, B,
-            W.Keys.size(0), Ls, H);
+  additiveScores(W.Keys.data_ptr<float>(), R.Q, W.Score.data_ptr<float>(), R.A,
+                 B, W.Keys.size(0), Ls, H);
   float *S = R.A;
   for (int64_t I = 0; I != B; ++I, S += Ls) {
     float Max = *std::max_element(S, S + Ls), Sum = 0;
@@ -367,7 +296,7 @@ variable_list RecurrenceFunction::backward(AutogradContext *Ctx,
           Dap[J * Ls + K] = Ap[J * Ls + K] * (Dap[J * Ls + K] - Dot);
       }
       float *DQp = DQs.data_ptr<float>() + I * Rows;
-      scoreKeysBackward(
+      additiveScoresBackward(
           W.Keys.data_ptr<float>(), Q.data_ptr<float>() + I * Rows,
           W.Score.data_ptr<float>(), Dap, DScore.data_ptr<float>(),
           DKeys.data_ptr<float>(), DQp, B, W.Keys.size(0), Ls, Hd);

@@ -1,0 +1,86 @@
+//===- AdditiveScores.h - The attention's v . tanh(k + q) -------*- C++ -*-===//
+//
+// Part of the dp project.
+//
+//===----------------------------------------------------------------------===//
+///
+/// \file
+/// Bahdanau's additive attention scores every key j against a query q as
+/// v . tanh(k_j + q). The fused recurrence (Recurrence.h) does so at every
+/// decoding step, for every placement drawn and every key of the segment,
+/// forward and (recomputing the tanh) backward: at Mars's shapes it is the
+/// largest share of a learned placer's run (bench/README.md, "Whole placer
+/// runs"). An AVX-512 kernel where the CPU has one: 16 lanes, four keys'
+/// tanh chains advanced together so that the core overlaps their latency,
+/// no divide (a reciprocal estimate refined by one Newton step), masked
+/// tails; 1.5-1.7x the portable loop at Mars's shapes (dp-bench-learn).
+/// Otherwise the portable loop, which the compiler vectorizes (AVX2 where
+/// the CPU has it). Both are tested against libtorch's tanh and autograd.
+/// Their roundings differ, so a search's trajectory on a CPU with AVX-512
+/// differs from one without. Host float32 only. Only lib/Learn and its
+/// tests and benchmarks include this header.
+///
+//===----------------------------------------------------------------------===//
+
+#ifndef DP_LIB_LEARN_ADDITIVESCORES_H
+#define DP_LIB_LEARN_ADDITIVESCORES_H
+
+#include <algorithm>
+#include <cstdint>
+
+namespace dp {
+namespace learn {
+
+/// tanh(x) to within 2e-7 (absolute), as (1 - t) / (1 + t) with t =
+/// e^{-2|x|} = 2^n 2^f: n by rounding, 2^f on [-1/2, 1/2] by its Taylor
+/// polynomial of degree 6 in f ln 2 (remainder < 2e-7). Branch-free, so
+/// that loops of it vectorize; libtorch's (SLEEF's 1-ulp tanh) costs four
+/// times as much.
+inline float tanhApprox(float X) {
+  float A = std::min(__builtin_fabsf(X), 9.0f); // tanh(9) = 1 - 3e-8
+  float Z = A * -2.88539008177792681f;          // -2 log2(e) |x|
+  const float Round = 12582912.0f;              // 1.5 * 2^23
+  float R = Z + Round, N = R - Round;
+  int32_t Exp =
+      __builtin_bit_cast(int32_t, R) - __builtin_bit_cast(int32_t, Round);
+  float U = (Z - N) * 0.693147180559945309f;
+  float P =
+      1 +
+      U * (1 + U * (1.0f / 2 +
+                    U * (1.0f / 6 + U * (1.0f / 24 + U * (1.0f / 120 +
+                                                          U * (1.0f / 720))))));
+  // 2^n P: n added to P's exponent field. A product, not Exp << 23: n is
+  // in [-13, 0], and a left shift of a negative value is undefined.
+  float T = __builtin_bit_cast(float, __builtin_bit_cast(int32_t, P) +
+                                          Exp * (1 << 23));
+  float Y = (1 - T) / (1 + T);
+  return __builtin_bit_cast(
+      float, __builtin_bit_cast(uint32_t, Y) |
+                 (__builtin_bit_cast(uint32_t, X) & 0x80000000u));
+}
+
+/// Which loop computes the scores: the best this CPU has, or the
+/// portable one (for tests and benchmarks that compare the two).
+enum class ScoreKernel { Best, Portable };
+
+/// Whether ScoreKernel::Best is the vector kernel on this CPU.
+bool hasVectorScores();
+
+/// S[b, j] = v . tanh(K[b, j] + Q[b]) for B queries Q [B, H] over keys
+/// K [N, Ls, H] (N = 1: shared by the B queries; else N = B), v [H].
+void additiveScores(const float *K, const float *Q, const float *V, float *S,
+                    int64_t B, int64_t N, int64_t Ls, int64_t H,
+                    ScoreKernel Kernel = ScoreKernel::Best);
+
+/// additiveScores() backward from the scores' gradients \p DS [B, Ls]:
+/// adds to \p DV [H] and \p DK [N, Ls, H]; sets \p DQ [B, H]. Recomputes
+/// the tanh.
+void additiveScoresBackward(const float *K, const float *Q, const float *V,
+                            const float *DS, float *DV, float *DK, float *DQ,
+                            int64_t B, int64_t N, int64_t Ls, int64_t H,
+                            ScoreKernel Kernel = ScoreKernel::Best);
+
+} // namespace learn
+} // namespace dp
+
+#endif // DP_LIB_LEARN_ADDITIVESCORES_H
