@@ -63,7 +63,10 @@ std::string formatLowerBounds(const LowerBounds &LB) {
          formatSeconds(LB.CriticalPath) + ", work / devices " +
          formatSeconds(LB.Work) + ", work split over types " +
          formatSeconds(LB.HeterogeneousWork) + ", head + work + tail " +
-         formatSeconds(LB.HeadWorkTail) + ")";
+         formatSeconds(LB.HeadWorkTail) +
+         (LB.Segments > 0 ? ", segments " + formatSeconds(LB.Segments)
+                          : std::string()) +
+         ")";
 }
 
 SingleDeviceBaseline computeSingleDeviceBaseline(const SimGraph &SG) {
@@ -186,6 +189,7 @@ void writeSummary(json::OStream &J, const Graph &G, const Cluster &C,
     J.attribute("work_bound_s", LB.Work);
     J.attribute("heterogeneous_work_bound_s", LB.HeterogeneousWork);
     J.attribute("head_work_tail_bound_s", LB.HeadWorkTail);
+    J.attribute("segment_bound_s", LB.Segments);
     J.attribute("oom", R.OOM);
     if (R.OOM) {
       J.attribute("oom_device", C.getDevices()[R.OOMDevice].Name);
@@ -395,7 +399,13 @@ Error SimulatePass::run(Graph &G, PassContext &Ctx) {
   if (!Step)
     return Step.takeError();
   const SimResult &R = (*Step)->Result;
-  const LowerBounds &LB = (*Step)->Bounds;
+  LowerBounds LB = (*Step)->Bounds;
+  if (Opts.BoundSeconds) {
+    if (!hasSegmentBoundSolver())
+      return makeError("simulate: bound-seconds= needs CBC, and dp was "
+                       "built without it");
+    LB.Segments = computeSegmentBound((*Step)->SG, *Opts.BoundSeconds);
+  }
   Optional<double> SearchSeconds;
   if (const PlacementSearch *Search = Ctx.Analyses.get<PlacementSearch>())
     SearchSeconds = Search->Seconds;
@@ -423,7 +433,10 @@ OptionTable SimulatePass::describeOptions(SimulateOptions &O) {
   OptionTable T(name().str());
   T.text("summary", O.Summary, "FILE")
       .text("trace", O.Trace, "FILE")
-      .text("placement", O.Placement, "FILE");
+      .text("placement", O.Placement, "FILE")
+      .number("bound-seconds", O.BoundSeconds, "S",
+              "a positive number of seconds",
+              [](double V) { return V > 0 && V <= 86400; });
   return T;
 }
 

@@ -49,6 +49,7 @@ OpId addOp(Graph &G, const std::string &Name, double Fast, double Slow,
   return O;
 }
 
+/// The bounds, with the segment bound where CBC is there.
 LowerBounds boundsOf(const Graph &G, const Cluster &C) {
   llvm::Expected<SimGraph> SG = SimGraph::build(G, C);
   EXPECT_TRUE(bool(SG));
@@ -56,7 +57,9 @@ LowerBounds boundsOf(const Graph &G, const Cluster &C) {
     llvm::consumeError(SG.takeError());
     return {};
   }
-  return computeLowerBounds(*SG);
+  LowerBounds LB = computeLowerBounds(*SG);
+  LB.Segments = computeSegmentBound(*SG, /*Seconds=*/5);
+  return LB;
 }
 
 /// The shortest step of any placement that fits, by trying them all; a
@@ -156,6 +159,44 @@ TEST(BoundsTest, AJoinPaysForItsBranchesOrTheirTransfers) {
   EXPECT_NEAR(LB.HeadWorkTail, 4, 1e-6);
   EXPECT_NEAR(LB.best(), 4, 1e-6);
   EXPECT_NEAR(bruteForceOptimum(G, Cl), 4, 1e-6);
+  if (hasSegmentBoundSolver())
+    EXPECT_NEAR(LB.Segments, 4, 1e-4);
+}
+
+// A fork, two branches of two ops and a join, every op 1 s, every result
+// but the join's 2 s to send. With the branches on the join's device they
+// run one after the other (1 + 4 + 1 s); with one elsewhere, it waits 2 s
+// for the fork's result, or the join waits 2 s for its result (also 6 s).
+// Head + work + tail sees only the branches' last ops at the join (5 s);
+// the segment bound, a program over the placements of the ops after the
+// fork, sees the whole branches (docs/simulator.md).
+TEST(BoundsTest, TheSegmentBoundSeesWholeBranches) {
+  Graph G;
+  G.setName("fork-join-chains");
+  TensorId X = G.addInput("x", TensorType(DTypeKind::F32, {4}));
+  int64_t TwoSeconds = 500000000; // f32 elements a 1 GB/s link sends in 2 s
+  OpId A = addOp(G, "a", 1, 1, {X}, TwoSeconds);
+  auto Out = [&](OpId O) { return G.getOp(O).Results[0]; };
+  OpId B1 = addOp(G, "b1", 1, 1, {Out(A)}, TwoSeconds);
+  OpId B2 = addOp(G, "b2", 1, 1, {Out(B1)}, TwoSeconds);
+  OpId C1 = addOp(G, "c1", 1, 1, {Out(A)}, TwoSeconds);
+  OpId C2 = addOp(G, "c2", 1, 1, {Out(C1)}, TwoSeconds);
+  OpId D = addOp(G, "d", 1, 1, {Out(B2), Out(C2)}, 4);
+  G.addOutput(Out(D));
+  Cluster Cl = makeMixedCluster(2, 0, uint64_t(64) << 30);
+  LowerBounds LB = boundsOf(G, Cl);
+  EXPECT_NEAR(LB.HeadWorkTail, 5, 1e-4);
+  EXPECT_NEAR(bruteForceOptimum(G, Cl), 6, 1e-4);
+  if (!hasSegmentBoundSolver())
+    GTEST_SKIP() << "dp was built without CBC";
+  SegmentBoundInfo Info;
+  SimGraph SG = llvm::cantFail(SimGraph::build(G, Cl));
+  EXPECT_NEAR(computeSegmentBound(SG, 5, &Info), 6, 1e-4);
+  // The fork, then the rest: the join is the other cut, but it ends the
+  // step.
+  EXPECT_EQ(Info.Segments, 2u);
+  EXPECT_EQ(Info.Exact, 2u);
+  EXPECT_EQ(computeSegmentBound(SG, 0), 0);
 }
 
 namespace {
@@ -208,6 +249,7 @@ Tightest checkRandomGraphs(uint64_t Seed, int64_t MaxElements,
     EXPECT_LE(LB.Work, Opt * (1 + 1e-9)) << What;
     EXPECT_LE(LB.HeterogeneousWork, Opt * (1 + 1e-9)) << What;
     EXPECT_LE(LB.HeadWorkTail, Opt * (1 + 1e-9)) << What;
+    EXPECT_LE(LB.Segments, Opt * (1 + 1e-9)) << What;
     double Others = std::max(LB.CriticalPath, LB.Work);
     if (LB.HeterogeneousWork > Others * 1.01)
       ++Count.Split;

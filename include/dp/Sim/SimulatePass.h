@@ -35,6 +35,9 @@ struct SimulateOptions {
   /// A placement (JSON) to simulate instead of the ops' devices (dp-opt
   /// -placement=).
   std::string Placement;
+  /// Seconds for the segment bound (computeSegmentBound()), which is not
+  /// computed unless set (bound-seconds=S).
+  llvm::Optional<double> BoundSeconds;
 };
 
 class SimulatePass {
@@ -49,7 +52,8 @@ public:
   void printPipeline(llvm::raw_ostream &OS) const;
   /// summary, trace and placement, when the pipeline does not give them.
   bool setDriverOption(llvm::StringRef Key, llvm::StringRef Value);
-  /// summary=FILE, trace=FILE and placement=FILE, bound to \p O.
+  /// summary=FILE, trace=FILE, placement=FILE and bound-seconds=S, bound
+  /// to \p O.
   static OptionTable describeOptions(SimulateOptions &O);
   static llvm::Expected<SimulateOptions> parseOptions(OptionList Options) {
     return parsePassOptions<SimulateOptions>(Options, describeOptions);
@@ -74,9 +78,8 @@ readPlacementFile(const Graph &G, const Cluster &C, llvm::StringRef Path);
 /// Writes the JSON summary of a simulated step (docs/simulator.md).
 /// \p SearchSeconds is the placement's search time when this run placed
 /// the graph (null in the JSON otherwise).
-void writeSummaryJSON(llvm::raw_ostream &OS, const Graph &G,
-                      const Cluster &C, const SimResult &R,
-                      const LowerBounds &LB,
+void writeSummaryJSON(llvm::raw_ostream &OS, const Graph &G, const Cluster &C,
+                      const SimResult &R, const LowerBounds &LB,
                       llvm::Optional<double> SearchSeconds);
 /// Writes the same summary as one JSON object value into \p J, so that
 /// other outputs can embed it.
@@ -86,8 +89,8 @@ void writeSummary(llvm::json::OStream &J, const Graph &G, const Cluster &C,
 
 /// Writes a Chrome trace (chrome://tracing, Perfetto): one track per
 /// device and one per link direction.
-void writeChromeTrace(llvm::raw_ostream &OS, const Graph &G,
-                      const Cluster &C, const SimResult &R);
+void writeChromeTrace(llvm::raw_ostream &OS, const Graph &G, const Cluster &C,
+                      const SimResult &R);
 
 /// The fastest placement of a whole step on one device: what the
 /// speed-up of a placement is measured against.

@@ -67,6 +67,14 @@ public:
     return Time[Op * NumDevices + Dev];
   }
   const Cluster &getCluster() const { return *C; }
+  /// The distinct tensors \p Op reads.
+  llvm::ArrayRef<uint32_t> getInputs(unsigned Op) const {
+    return llvm::makeArrayRef(OpInputs).slice(
+        OpInputsBegin[Op], OpInputsBegin[Op + 1] - OpInputsBegin[Op]);
+  }
+  /// The op that produces \p Tensor, or ~0u for weights and graph inputs.
+  uint32_t getProducer(uint32_t Tensor) const { return TensorProducer[Tensor]; }
+  uint64_t getBytes(uint32_t Tensor) const { return TensorBytes[Tensor]; }
 
 private:
   friend class Simulator;
@@ -238,12 +246,36 @@ struct LowerBounds {
   /// head + work / rate + tail over sets of ops that start late and end
   /// early (computeHeadWorkTailBound()).
   double HeadWorkTail = 0;
+  /// The step cut where the graph narrows to one op, each segment's
+  /// least time bounded by a mixed-integer relaxation (CBC, within a time
+  /// limit; computeSegmentBound()); 0 unless asked for or without CBC.
+  double Segments = 0;
   double best() const {
-    return std::max(std::max(CriticalPath, Work),
-                    std::max(HeterogeneousWork, HeadWorkTail));
+    return std::max(std::max(std::max(CriticalPath, Work),
+                             std::max(HeterogeneousWork, HeadWorkTail)),
+                    Segments);
   }
 };
 LowerBounds computeLowerBounds(const SimGraph &G);
+
+/// What computeSegmentBound() did.
+struct SegmentBoundInfo {
+  /// Segments, those whose least time is known exactly (one op, or CBC
+  /// proved its program optimal), and the seconds taken.
+  unsigned Segments = 0, Exact = 0;
+  double Seconds = 0;
+};
+
+/// A lower bound on the step of any placement of \p G (lib/Sim/
+/// SegmentBound.cpp derives it): the sum, over the segments between the
+/// critical path's ops that every op it waits for precedes or follows, of
+/// CBC's bound on a mixed-integer relaxation of the segment (placement,
+/// transfers at the idle routes' times, each device running its ops one
+/// at a time), within about \p Seconds in all. 0 without CBC
+/// (hasSegmentBoundSolver()) or when \p Seconds is not positive.
+double computeSegmentBound(const SimGraph &G, double Seconds,
+                           SegmentBoundInfo *Info = nullptr);
+bool hasSegmentBoundSolver();
 
 /// max over sets S of ops of min head + W(S) / R + min tail, where heads
 /// and tails are longest paths at the ops' fastest times without
