@@ -110,36 +110,44 @@ public:
     for (uint32_t Op = 0; Op != N; ++Op)
       Count += In[Op] = Up[Op] && Down[Op];
     // A path op is a cut when its ancestors and descendants among those of
-    // interest are all of them.
-    std::vector<uint32_t> Cuts;
-    for (uint32_t V : Path) {
-      std::vector<uint8_t> A = reach(V, Preds, &In), D = reach(V, Succs, &In);
-      unsigned Seen = 0;
-      for (uint32_t Op = 0; Op != N; ++Op)
-        Seen += In[Op] && (A[Op] || D[Op]);
-      if (Seen == Count)
-        Cuts.push_back(V);
+    // interest, itself included, are all of them. Along the path the
+    // ancestors only grow and the descendants only shrink, so one search
+    // each way, resumed from op to op, counts them all: O(ops + edges).
+    // Join[op]: the first path position whose ancestors include op.
+    std::vector<uint32_t> Join(N, ~0u);
+    std::vector<unsigned> Below(Path.size()), Above(Path.size());
+    unsigned Seen = 0;
+    for (size_t I = 0; I != Path.size(); ++I) {
+      Seen += grow(Path[I], Preds, In, Join, uint32_t(I));
+      Below[I] = Seen;
     }
-    // Segment k: after cut k-1 (none for the first), up to cut k
-    // (the rest for the last). Cuts are on one path, so ops between two of
-    // them by id are between them by precedence only if reachable.
-    uint32_t Prev = ~0u;
-    std::vector<uint8_t> After(In); // those of interest after Prev
-    for (size_t K = 0; K <= Cuts.size(); ++K) {
-      std::vector<uint8_t> Upto =
-          K != Cuts.size() ? reach(Cuts[K], Preds, &In) : In;
-      std::vector<uint32_t> Ops;
-      for (uint32_t Op = 0; Op != N; ++Op)
-        if (After[Op] && Upto[Op] && Op != Prev)
-          Ops.push_back(Op);
-      if (!Ops.empty()) {
-        S.Ops.push_back(std::move(Ops));
-        S.Before.push_back(Prev);
-      }
-      if (K != Cuts.size()) {
-        Prev = Cuts[K];
-        After = reach(Prev, Succs, &In);
-      }
+    std::vector<uint32_t> Reached(N, ~0u);
+    Seen = 0;
+    for (size_t I = Path.size(); I-- != 0;) {
+      Seen += grow(Path[I], Succs, In, Reached, uint32_t(I));
+      Above[I] = Seen;
+    }
+    std::vector<size_t> Cuts; // path positions
+    for (size_t I = 0; I != Path.size(); ++I)
+      if (Below[I] + Above[I] == Count + 1)
+        Cuts.push_back(I);
+    // Segment k: the ops that join the ancestors after cut k-1, up to cut
+    // k (the rest, for the last).
+    std::vector<std::vector<uint32_t>> Ops(Cuts.size() + 1);
+    for (uint32_t Op = 0; Op != N; ++Op) {
+      if (!In[Op])
+        continue;
+      size_t K = std::lower_bound(Cuts.begin(), Cuts.end(), size_t(Join[Op])) -
+                 Cuts.begin();
+      if (Join[Op] == ~0u)
+        K = Cuts.size();
+      Ops[K].push_back(Op);
+    }
+    for (size_t K = 0; K != Ops.size(); ++K) {
+      if (Ops[K].empty())
+        continue;
+      S.Ops.push_back(std::move(Ops[K]));
+      S.Before.push_back(K ? Path[Cuts[K - 1]] : ~0u);
     }
     return S;
   }
@@ -147,6 +155,29 @@ public:
   const std::vector<std::vector<uint32_t>> &getPreds() const { return Preds; }
 
 private:
+  /// Marks \p From and the unmarked ops it reaches along \p Edges within
+  /// \p In with \p Mark; returns how many it marked.
+  unsigned grow(uint32_t From, const std::vector<std::vector<uint32_t>> &Edges,
+                const std::vector<uint8_t> &In, std::vector<uint32_t> &Marks,
+                uint32_t Mark) const {
+    if (Marks[From] != ~0u)
+      return 0;
+    unsigned Count = 1;
+    Marks[From] = Mark;
+    std::vector<uint32_t> Stack{From};
+    while (!Stack.empty()) {
+      uint32_t Op = Stack.back();
+      Stack.pop_back();
+      for (uint32_t Next : Edges[Op])
+        if (In[Next] && Marks[Next] == ~0u) {
+          Marks[Next] = Mark;
+          ++Count;
+          Stack.push_back(Next);
+        }
+    }
+    return Count;
+  }
+
   /// The longest path at the ops' fastest times without transfers.
   std::vector<uint32_t> criticalPath() const {
     std::vector<double> Finish(N, 0.0);
@@ -269,8 +300,12 @@ public:
         return int(It - Jobs.begin());
       return Before == Op ? 0 : -1;
     };
+    // A device on which an op has no finite time does not take it.
+    auto Runs = [&](size_t I, unsigned Dev) {
+      return I < First || std::isfinite(G.getTime(Jobs[I], Dev));
+    };
     auto Time = [&](size_t I, unsigned Dev) {
-      return I < First ? 0.0 : G.getTime(Jobs[I], Dev) * Scale;
+      return I < First || !Runs(I, Dev) ? 0.0 : G.getTime(Jobs[I], Dev) * Scale;
     };
     double Horizon = 0;
     for (size_t I = First; I != J; ++I) {
@@ -283,8 +318,9 @@ public:
     std::vector<int> S(J);
     for (size_t I = 0; I != J; ++I) {
       for (unsigned Dev = 0; Dev != D; ++Dev) {
-        bool Allowed = I >= First || std::count(Representatives.begin(),
-                                                Representatives.end(), Dev);
+        bool Allowed = Runs(I, Dev) &&
+                       (I >= First || std::count(Representatives.begin(),
+                                                 Representatives.end(), Dev));
         X[I][Dev] = Col(0, Allowed ? 1 : 0, 0, true);
       }
       S[I] = Col(0, I < First ? 0 : Horizon, 0, false);
