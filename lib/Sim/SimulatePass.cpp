@@ -64,7 +64,9 @@ std::string formatLowerBounds(const LowerBounds &LB) {
          formatSeconds(LB.Work) + ", work split over types " +
          formatSeconds(LB.HeterogeneousWork) + ", head + work + tail " +
          formatSeconds(LB.HeadWorkTail) +
-         (LB.Segments > 0 ? ", segments " + formatSeconds(LB.Segments)
+         (LB.Segments > 0 ? ", segments " + formatSeconds(LB.Segments) + " (" +
+                                std::to_string(LB.SegmentsExact) + " of " +
+                                std::to_string(LB.SegmentCount) + " exact)"
                           : std::string()) +
          ")";
 }
@@ -190,6 +192,8 @@ void writeSummary(json::OStream &J, const Graph &G, const Cluster &C,
     J.attribute("heterogeneous_work_bound_s", LB.HeterogeneousWork);
     J.attribute("head_work_tail_bound_s", LB.HeadWorkTail);
     J.attribute("segment_bound_s", LB.Segments);
+    J.attribute("segments", int64_t(LB.SegmentCount));
+    J.attribute("segments_exact", int64_t(LB.SegmentsExact));
     J.attribute("oom", R.OOM);
     if (R.OOM) {
       J.attribute("oom_device", C.getDevices()[R.OOMDevice].Name);
@@ -404,7 +408,10 @@ Error SimulatePass::run(Graph &G, PassContext &Ctx) {
     if (!hasSegmentBoundSolver())
       return makeError("simulate: bound-seconds= needs CBC, and dp was "
                        "built without it");
-    LB.Segments = computeSegmentBound((*Step)->SG, *Opts.BoundSeconds);
+    SegmentBoundInfo Info;
+    LB.Segments = computeSegmentBound((*Step)->SG, *Opts.BoundSeconds, &Info);
+    LB.SegmentCount = Info.Segments;
+    LB.SegmentsExact = Info.Exact;
   }
   Optional<double> SearchSeconds;
   if (const PlacementSearch *Search = Ctx.Analyses.get<PlacementSearch>())

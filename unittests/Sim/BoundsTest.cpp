@@ -159,8 +159,9 @@ TEST(BoundsTest, AJoinPaysForItsBranchesOrTheirTransfers) {
   EXPECT_NEAR(LB.HeadWorkTail, 4, 1e-6);
   EXPECT_NEAR(LB.best(), 4, 1e-6);
   EXPECT_NEAR(bruteForceOptimum(G, Cl), 4, 1e-6);
-  if (hasSegmentBoundSolver())
+  if (hasSegmentBoundSolver()) {
     EXPECT_NEAR(LB.Segments, 4, 1e-4);
+  }
 }
 
 // A fork, two branches of two ops and a join, every op 1 s, every result

@@ -250,6 +250,9 @@ struct LowerBounds {
   /// least time bounded by a mixed-integer relaxation (CBC, within a time
   /// limit; computeSegmentBound()); 0 unless asked for or without CBC.
   double Segments = 0;
+  /// The segments it cut the step into, and those whose least time its
+  /// program settled exactly (one op, or CBC proved it optimal).
+  unsigned SegmentCount = 0, SegmentsExact = 0;
   double best() const {
     return std::max(std::max(std::max(CriticalPath, Work),
                              std::max(HeterogeneousWork, HeadWorkTail)),
