@@ -307,12 +307,17 @@ public:
     auto Time = [&](size_t I, unsigned Dev) {
       return I < First || !Runs(I, Dev) ? 0.0 : G.getTime(Jobs[I], Dev) * Scale;
     };
+    // No start in an optimal solution exceeds every op's slowest time plus
+    // every edge's transfer, one after another.
     double Horizon = 0;
     for (size_t I = First; I != J; ++I) {
       double Slowest = 0;
       for (unsigned Dev = 0; Dev != D; ++Dev)
         Slowest = std::max(Slowest, Time(I, Dev));
       Horizon += Slowest;
+      for (uint32_t P : Preds[Jobs[I]])
+        if (Index(P) >= 0)
+          Horizon += transferTime(P, Jobs[I]) * Scale;
     }
     std::vector<std::vector<int>> X(J, std::vector<int>(D));
     std::vector<int> S(J);
@@ -379,10 +384,15 @@ public:
     Cbc_setParameter(M, "threads", "1");
     Cbc_solve(M);
     Solved = Cbc_isProvenOptimal(M);
+    // A program with no solution (it always has one) or a failed solve
+    // bounds nothing.
+    bool Failed = Cbc_isProvenInfeasible(M) || Cbc_isAbandoned(M);
     double Bound = Cbc_getBestPossibleObjValue(M);
     Cbc_deleteModel(M);
-    if (!std::isfinite(Bound) || Bound < 0)
+    if (Failed || !std::isfinite(Bound) || Bound < 0 || Bound > 2 * Horizon) {
+      Solved = false;
       return 0;
+    }
     // Shave what the solver's tolerances (1e-6 on integrality, 1e-7 on
     // rows, against big-M terms of up to the segment's work) may have
     // added.
