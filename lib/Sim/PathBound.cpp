@@ -46,6 +46,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "BoundHelpers.h"
 #include "dp/Sim/Simulator.h"
 
 #include <algorithm>
@@ -164,14 +165,11 @@ double computeHeadWorkTailBound(const SimGraph &G) {
   if (!NumOps || !D)
     return 0;
   // Fastest times, and each device's best speed relative to them.
-  std::vector<double> Fastest(NumOps), Speed(D, 0.0);
+  std::vector<double> Fastest, Speed(D, 0.0);
+  if (!getFastestTimes(G, Fastest))
+    return 0;
   for (uint32_t Op = 0; Op != NumOps; ++Op) {
-    double F = std::numeric_limits<double>::infinity();
-    for (unsigned Dev = 0; Dev != D; ++Dev)
-      F = std::min(F, G.getTime(Op, Dev));
-    if (!std::isfinite(F))
-      return 0;
-    Fastest[Op] = F;
+    double F = Fastest[Op];
     for (unsigned Dev = 0; Dev != D; ++Dev) {
       double T = G.getTime(Op, Dev);
       Speed[Dev] = std::max(Speed[Dev], T > 0 ? F / T : 1.0);
@@ -195,16 +193,7 @@ double computeHeadWorkTailBound(const SimGraph &G) {
 
   // Heads in op order (ops are topologically ordered), tails in reverse,
   // each counting what transfers a join or a fork must pay.
-  double MinLatency = std::numeric_limits<double>::infinity(), MaxBandwidth = 0;
-  for (unsigned Src = 0; Src != D; ++Src)
-    for (unsigned Dst = 0; Dst != D; ++Dst)
-      if (Src != Dst) {
-        MinLatency = std::min(MinLatency, C.getRouteLatency(Src, Dst));
-        MaxBandwidth = std::max(MaxBandwidth, C.getRouteBandwidth(Src, Dst));
-      }
-  auto Transfer = [&](uint64_t Bytes) {
-    return D < 2 ? 0.0 : MinLatency + double(Bytes) / MaxBandwidth;
-  };
+  LeastTransfer Transfer(C);
   std::vector<double> Head(NumOps, 0.0), Tail(NumOps, 0.0);
   std::vector<Neighbour> Ns;
   for (uint32_t Op = 0; Op != NumOps; ++Op) {

@@ -46,6 +46,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "BoundHelpers.h"
 #include "dp/Sim/Simulator.h"
 
 #include "llvm/ADT/ArrayRef.h"
@@ -251,14 +252,8 @@ class SegmentProgram {
 public:
   SegmentProgram(const SimGraph &G,
                  const std::vector<std::vector<uint32_t>> &Preds)
-      : G(G), Preds(Preds), D(G.getNumDevices()) {
+      : G(G), Preds(Preds), D(G.getNumDevices()), Transfer(G.getCluster()) {
     const Cluster &C = G.getCluster();
-    for (unsigned Src = 0; Src != D; ++Src)
-      for (unsigned Dst = 0; Dst != D; ++Dst)
-        if (Src != Dst) {
-          MinLatency = std::min(MinLatency, C.getRouteLatency(Src, Dst));
-          MaxBandwidth = std::max(MaxBandwidth, C.getRouteBandwidth(Src, Dst));
-        }
     // The first device of each type: where the first cut may go.
     for (unsigned Dev = 0; Dev != D; ++Dev) {
       bool First = true;
@@ -410,7 +405,7 @@ private:
         Bytes = std::max(Bytes, G.getBytes(T));
         Any = true;
       }
-    return Any && D > 1 ? MinLatency + double(Bytes) / MaxBandwidth : 0;
+    return Any ? Transfer(Bytes) : 0;
   }
 
   /// Which jobs before \p I (from \p First on) are ancestors of job I.
@@ -438,7 +433,7 @@ private:
   const SimGraph &G;
   const std::vector<std::vector<uint32_t>> &Preds;
   unsigned D;
-  double MinLatency = std::numeric_limits<double>::infinity(), MaxBandwidth = 0;
+  LeastTransfer Transfer;
   std::vector<unsigned> Representatives;
 };
 #endif // DP_HAVE_CBC
@@ -462,15 +457,9 @@ double computeSegmentBound(const SimGraph &G, double Seconds,
   if (!hasSegmentBoundSolver() || !(Seconds > 0) || !N || !D)
     return 0;
   auto Start = std::chrono::steady_clock::now();
-  std::vector<double> Fastest(N);
-  for (uint32_t Op = 0; Op != N; ++Op) {
-    double F = std::numeric_limits<double>::infinity();
-    for (unsigned Dev = 0; Dev != D; ++Dev)
-      F = std::min(F, G.getTime(Op, Dev));
-    if (!std::isfinite(F))
-      return 0;
-    Fastest[Op] = F;
-  }
+  std::vector<double> Fastest;
+  if (!getFastestTimes(G, Fastest))
+    return 0;
   Decomposer Dec(G, Fastest);
   Segments S = Dec.run();
   I.Segments = S.Ops.size();
