@@ -137,22 +137,37 @@ TEST(BoundsTest, TheFastDeviceHoldsOnlySoManyWeights) {
   EXPECT_NEAR(bruteForceOptimum(G, C), 8, 1e-3);
 }
 
+namespace {
+
+/// A fork "a", two branches of \p Length ops, and a join "d", every op 1 s
+/// on either type, every result but the join's \p Elements f32 (250
+/// million: 1 s over a 1 GB/s link).
+Graph makeForkJoin(unsigned Length, int64_t Elements) {
+  Graph G;
+  G.setName("fork-join");
+  TensorId X = G.addInput("x", TensorType(DTypeKind::F32, {4}));
+  auto Out = [&](OpId O) { return G.getOp(O).Results[0]; };
+  OpId A = addOp(G, "a", 1, 1, {X}, Elements);
+  std::vector<TensorId> Ends;
+  for (const char *Branch : {"b", "c"}) {
+    OpId Last = A;
+    for (unsigned I = 1; I <= Length; ++I)
+      Last = addOp(G, Branch + std::to_string(I), 1, 1, {Out(Last)}, Elements);
+    Ends.push_back(Out(Last));
+  }
+  G.addOutput(Out(addOp(G, "d", 1, 1, Ends, 4)));
+  return G;
+}
+
+} // namespace
+
 // A fork and a join of 1 s ops whose results take 1 s to send: either
 // branch away from the join's device costs two transfers, so the best
 // step runs all four ops on one device, 4 s. The critical path is 3 s;
 // the join's head counts the branches run one after the other there
 // (1 + 2 s), which with the join's 1 s is the optimum.
 TEST(BoundsTest, AJoinPaysForItsBranchesOrTheirTransfers) {
-  Graph G;
-  G.setName("fork-join");
-  TensorId X = G.addInput("x", TensorType(DTypeKind::F32, {4}));
-  int64_t Second = 250000000; // f32 elements a 1 GB/s link sends in 1 s
-  OpId A = addOp(G, "a", 1, 1, {X}, Second);
-  OpId B = addOp(G, "b", 1, 1, {G.getOp(A).Results[0]}, Second);
-  OpId C = addOp(G, "c", 1, 1, {G.getOp(A).Results[0]}, Second);
-  OpId D =
-      addOp(G, "d", 1, 1, {G.getOp(B).Results[0], G.getOp(C).Results[0]}, 4);
-  G.addOutput(G.getOp(D).Results[0]);
+  Graph G = makeForkJoin(1, 250000000);
   Cluster Cl = makeMixedCluster(2, 0, uint64_t(64) << 30);
   LowerBounds LB = boundsOf(G, Cl);
   EXPECT_NEAR(LB.CriticalPath, 3, 1e-6);
@@ -172,18 +187,7 @@ TEST(BoundsTest, AJoinPaysForItsBranchesOrTheirTransfers) {
 // the segment bound, a program over the placements of the ops after the
 // fork, sees the whole branches (docs/simulator.md).
 TEST(BoundsTest, TheSegmentBoundSeesWholeBranches) {
-  Graph G;
-  G.setName("fork-join-chains");
-  TensorId X = G.addInput("x", TensorType(DTypeKind::F32, {4}));
-  int64_t TwoSeconds = 500000000; // f32 elements a 1 GB/s link sends in 2 s
-  OpId A = addOp(G, "a", 1, 1, {X}, TwoSeconds);
-  auto Out = [&](OpId O) { return G.getOp(O).Results[0]; };
-  OpId B1 = addOp(G, "b1", 1, 1, {Out(A)}, TwoSeconds);
-  OpId B2 = addOp(G, "b2", 1, 1, {Out(B1)}, TwoSeconds);
-  OpId C1 = addOp(G, "c1", 1, 1, {Out(A)}, TwoSeconds);
-  OpId C2 = addOp(G, "c2", 1, 1, {Out(C1)}, TwoSeconds);
-  OpId D = addOp(G, "d", 1, 1, {Out(B2), Out(C2)}, 4);
-  G.addOutput(Out(D));
+  Graph G = makeForkJoin(2, 500000000);
   Cluster Cl = makeMixedCluster(2, 0, uint64_t(64) << 30);
   LowerBounds LB = boundsOf(G, Cl);
   EXPECT_NEAR(LB.HeadWorkTail, 5, 1e-4);
