@@ -104,12 +104,13 @@ public:
     if (Path.empty())
       return S;
     // Of interest: ancestors of the path's last op that follow its first.
-    std::vector<uint8_t> Up = reach(Path.back(), Preds),
-                         Down = reach(Path.front(), Succs);
-    std::vector<uint8_t> In(N);
+    std::vector<uint8_t> All(N, 1), In(N);
+    std::vector<uint32_t> Up(N, ~0u), Down(N, ~0u);
+    grow(Path.back(), Preds, All, Up, 0);
+    grow(Path.front(), Succs, All, Down, 0);
     unsigned Count = 0;
     for (uint32_t Op = 0; Op != N; ++Op)
-      Count += In[Op] = Up[Op] && Down[Op];
+      Count += In[Op] = Up[Op] != ~0u && Down[Op] != ~0u;
     // A path op is a cut when its ancestors and descendants among those of
     // interest, itself included, are all of them. Along the path the
     // ancestors only grow and the descendants only shrink, so one search
@@ -133,17 +134,14 @@ public:
       if (Below[I] + Above[I] == Count + 1)
         Cuts.push_back(I);
     // Segment k: the ops that join the ancestors after cut k-1, up to cut
-    // k (the rest, for the last).
+    // k (the rest, for the last). Every op of interest joins them, by the
+    // path's last op at the latest.
     std::vector<std::vector<uint32_t>> Ops(Cuts.size() + 1);
-    for (uint32_t Op = 0; Op != N; ++Op) {
-      if (!In[Op])
-        continue;
-      size_t K = std::lower_bound(Cuts.begin(), Cuts.end(), size_t(Join[Op])) -
-                 Cuts.begin();
-      if (Join[Op] == ~0u)
-        K = Cuts.size();
-      Ops[K].push_back(Op);
-    }
+    for (uint32_t Op = 0; Op != N; ++Op)
+      if (In[Op])
+        Ops[std::lower_bound(Cuts.begin(), Cuts.end(), size_t(Join[Op])) -
+            Cuts.begin()]
+            .push_back(Op);
     for (size_t K = 0; K != Ops.size(); ++K) {
       if (Ops[K].empty())
         continue;
@@ -200,25 +198,6 @@ private:
       Path.push_back(Op);
     std::reverse(Path.begin(), Path.end());
     return Path;
-  }
-
-  /// \p From and the ops it reaches along \p Edges (within \p Within).
-  std::vector<uint8_t>
-  reach(uint32_t From, const std::vector<std::vector<uint32_t>> &Edges,
-        const std::vector<uint8_t> *Within = nullptr) const {
-    std::vector<uint8_t> Seen(N);
-    std::vector<uint32_t> Stack{From};
-    Seen[From] = 1;
-    while (!Stack.empty()) {
-      uint32_t Op = Stack.back();
-      Stack.pop_back();
-      for (uint32_t Next : Edges[Op])
-        if (!Seen[Next] && (!Within || (*Within)[Next])) {
-          Seen[Next] = 1;
-          Stack.push_back(Next);
-        }
-    }
-    return Seen;
   }
 
   const std::vector<double> &Fastest;
