@@ -7,6 +7,7 @@
 #include "AdditiveScores.h"
 
 #include <cassert>
+#include <iterator>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -94,25 +95,26 @@ constexpr int Chains = 4;
 /// quotient the reciprocal estimate's (relative error < 2^-14) refined by
 /// one Newton step on the quotient itself: to within 2.5e-7.
 DP_AVX512 inline void tanh16(__m512 (&X)[Chains]) {
+  using namespace tanh_const;
   const __m512 One = _mm512_set1_ps(1.0f);
-  const __m512 Round = _mm512_set1_ps(12582912.0f); // 1.5 * 2^23
+  const __m512 Rounder = _mm512_set1_ps(Round);
   __m512 U[Chains], P[Chains];
   __m512i Exp[Chains];
   for (int C = 0; C != Chains; ++C) {
-    __m512 A = _mm512_max_ps(_mm512_min_ps(X[C], _mm512_set1_ps(9.0f)),
-                             _mm512_set1_ps(-9.0f));
+    __m512 A = _mm512_max_ps(_mm512_min_ps(X[C], _mm512_set1_ps(Clamp)),
+                             _mm512_set1_ps(-Clamp));
     // n = round(-2 log2(e) x), in R's low bits; u = -2x - n ln 2.
-    __m512 R = _mm512_fmadd_ps(A, _mm512_set1_ps(-2.88539008177792681f), Round);
-    __m512 N = _mm512_sub_ps(R, Round);
+    __m512 R = _mm512_fmadd_ps(A, _mm512_set1_ps(MinusTwoLog2E), Rounder);
+    __m512 N = _mm512_sub_ps(R, Rounder);
     // n << 23: R's exponent and leading mantissa bits shift out.
     Exp[C] = _mm512_slli_epi32(_mm512_castps_si512(R), 23);
-    U[C] = _mm512_fnmadd_ps(N, _mm512_set1_ps(0.693147180559945309f),
+    U[C] = _mm512_fnmadd_ps(N, _mm512_set1_ps(Ln2),
                             _mm512_mul_ps(A, _mm512_set1_ps(-2.0f)));
-    P[C] = _mm512_set1_ps(1.0f / 720);
+    P[C] = _mm512_set1_ps(Poly[0]);
   }
-  for (float Coef : {1.0f / 120, 1.0f / 24, 1.0f / 6, 1.0f / 2, 1.0f, 1.0f})
+  for (size_t K = 1; K != std::size(Poly); ++K)
     for (int C = 0; C != Chains; ++C)
-      P[C] = _mm512_fmadd_ps(P[C], U[C], _mm512_set1_ps(Coef));
+      P[C] = _mm512_fmadd_ps(P[C], U[C], _mm512_set1_ps(Poly[K]));
   for (int C = 0; C != Chains; ++C) {
     // t = 2^n P: n (in [-26, 26]) added to P's exponent field.
     __m512 T = _mm512_castsi512_ps(

@@ -31,24 +31,35 @@
 namespace dp {
 namespace learn {
 
+/// The constants of tanhApprox(), which the vector kernel's tanh shares.
+namespace tanh_const {
+constexpr float Clamp = 9.0f;                          // tanh(9) = 1 - 3e-8
+constexpr float MinusTwoLog2E = -2.88539008177792681f; // -2 log2(e)
+constexpr float Round = 12582912.0f; // 1.5 * 2^23: adding it rounds
+constexpr float Ln2 = 0.693147180559945309f;
+/// 2^f's Taylor polynomial of degree 6 in u = f ln 2, highest degree first.
+constexpr float Poly[] = {1.0f / 720, 1.0f / 120, 1.0f / 24, 1.0f / 6,
+                          1.0f / 2,   1.0f,       1.0f};
+} // namespace tanh_const
+
 /// tanh(x) to within 2e-7 (absolute), as (1 - t) / (1 + t) with t =
 /// e^{-2|x|} = 2^n 2^f: n by rounding, 2^f on [-1/2, 1/2] by its Taylor
 /// polynomial of degree 6 in f ln 2 (remainder < 2e-7). Branch-free, so
 /// that loops of it vectorize; libtorch's (SLEEF's 1-ulp tanh) costs four
 /// times as much.
 inline float tanhApprox(float X) {
-  float A = std::min(__builtin_fabsf(X), 9.0f); // tanh(9) = 1 - 3e-8
-  float Z = A * -2.88539008177792681f;          // -2 log2(e) |x|
-  const float Round = 12582912.0f;              // 1.5 * 2^23
+  using namespace tanh_const;
+  float A = std::min(__builtin_fabsf(X), Clamp);
+  float Z = A * MinusTwoLog2E;
   float R = Z + Round, N = R - Round;
   int32_t Exp =
       __builtin_bit_cast(int32_t, R) - __builtin_bit_cast(int32_t, Round);
-  float U = (Z - N) * 0.693147180559945309f;
+  float U = (Z - N) * Ln2;
   float P =
-      1 +
-      U * (1 + U * (1.0f / 2 +
-                    U * (1.0f / 6 + U * (1.0f / 24 + U * (1.0f / 120 +
-                                                          U * (1.0f / 720))))));
+      Poly[6] +
+      U * (Poly[5] +
+           U * (Poly[4] +
+                U * (Poly[3] + U * (Poly[2] + U * (Poly[1] + U * Poly[0])))));
   // 2^n P: n added to P's exponent field. A product, not Exp << 23: n is
   // in [-13, 0], and a left shift of a negative value is undefined.
   float T = __builtin_bit_cast(float, __builtin_bit_cast(int32_t, P) +
