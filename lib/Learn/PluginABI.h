@@ -31,7 +31,7 @@ namespace dp {
 
 struct LearnPluginABI {
   /// Bumped whenever this struct or dp/Learn/Search.h changes.
-  static constexpr unsigned CurrentVersion = 2;
+  static constexpr unsigned CurrentVersion = 3;
   unsigned Version;
   size_t SizeOfTask, SizeOfOptions, SizeOfResult;
   /// Runs the learned placer \p Algo. On failure returns false with the

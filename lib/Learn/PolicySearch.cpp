@@ -9,6 +9,7 @@
 #include "dp/Support/Diagnostics.h"
 #include "dp/Support/Format.h"
 
+#include "llvm/ADT/Hashing.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -36,9 +37,10 @@ Error parsePlacerOptions(OptionTable &T, LearnOptionList Opts) {
 }
 
 PolicySearch::PolicySearch(const LearnTask &Task, const SearchOptions &Opts,
-                           StringRef Name, uint64_t DefaultSamples, double Mu)
+                           StringRef Name, uint64_t DefaultSamples, double Mu,
+                           size_t MemoLimitBytes)
     : Task(Task), Opts(Opts), Name(Name.str()), Mu(Mu),
-      Start(std::chrono::steady_clock::now()) {
+      Start(std::chrono::steady_clock::now()), MemoLimitBytes(MemoLimitBytes) {
   SampleBudget = Opts.Samples;
   if (!SampleBudget && !(Opts.Seconds > 0))
     SampleBudget = DefaultSamples;
@@ -70,8 +72,29 @@ static bool isBetter(const Evaluation &A, const Evaluation &B) {
   return A.StepSeconds < B.StepSeconds;
 }
 
+Evaluation PolicySearch::score(ArrayRef<uint32_t> Placement) {
+  uint64_t Hash = hash_combine_range(Placement.begin(), Placement.end());
+  auto [It, New] = Memo.try_emplace(Hash);
+  if (!New && ArrayRef<uint32_t>(It->second.Placement) == Placement)
+    return It->second.Score;
+  ++Result.Simulated;
+  Evaluation E = Task.Evaluate(Placement);
+  if (New) {
+    size_t Bytes = Placement.size() * sizeof(uint32_t);
+    if (MemoBytes + Bytes > MemoLimitBytes) {
+      Memo.clear();
+      MemoBytes = 0;
+      It = Memo.try_emplace(Hash).first;
+    }
+    It->second.Placement.assign(Placement.begin(), Placement.end());
+    It->second.Score = E;
+    MemoBytes += Bytes;
+  }
+  return E;
+}
+
 double PolicySearch::evaluate(ArrayRef<uint32_t> Placement) {
-  return record(Placement, Task.Evaluate(Placement));
+  return record(Placement, score(Placement));
 }
 
 double PolicySearch::record(ArrayRef<uint32_t> Placement, const Evaluation &E) {
@@ -121,10 +144,14 @@ void PolicySearch::printProgress(bool Final) {
   double Rate = Now > 0 ? Result.Samples / Now : 0;
   *Opts.Progress << formatv(
       "{0}: {1} samples ({2:f1}/s), best {3}, "
-      "current {4}, {5:f1} s\n",
+      "current {4}, {5:f1} s",
       Name, std::to_string(Result.Samples), Rate,
       formatStep(Result.BestEval.StepSeconds, Result.BestEval.OutOfMemory),
       formatStep(LastSeconds, false), Now);
+  // The last line says how many placements were new to the simulator.
+  if (Final)
+    *Opts.Progress << ", " << Result.Simulated << " simulated";
+  *Opts.Progress << '\n';
   Opts.Progress->flush();
 }
 

@@ -9,7 +9,10 @@
 /// it scores sampled placements, turns step times into rewards (-sqrt of
 /// the step time, the failing signal for placements that do not fit),
 /// keeps the exponential-moving-average baseline, the best placement, the
-/// search curve and the budget, and prints the progress line. Torch-free.
+/// search curve and the budget, and prints the progress line. A placement
+/// sampled again is scored from memory: a settling policy draws the same
+/// placements over and over, and a placement's score never changes.
+/// Torch-free.
 ///
 //===----------------------------------------------------------------------===//
 
@@ -23,6 +26,7 @@
 
 #include <chrono>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -41,20 +45,26 @@ llvm::Error parsePlacerOptions(OptionTable &T, LearnOptionList Opts);
 
 class PolicySearch {
 public:
+  /// The most bytes of placements kept with their scores by default.
+  static constexpr size_t DefaultMemoBytes = size_t(256) << 20;
+
   /// \p DefaultSamples applies when the options set neither a sample nor a
-  /// time budget. \p Mu is the baseline's moving-average weight.
+  /// time budget. \p Mu is the baseline's moving-average weight. The
+  /// placements scored are kept with their scores until they exceed
+  /// \p MemoLimitBytes, and then forgotten all at once.
   PolicySearch(const LearnTask &Task, const SearchOptions &Opts,
-               llvm::StringRef Name, uint64_t DefaultSamples,
-               double Mu = 0.99);
+               llvm::StringRef Name, uint64_t DefaultSamples, double Mu = 0.99,
+               size_t MemoLimitBytes = DefaultMemoBytes);
 
   /// True once the budget is spent.
   bool done() const;
   /// Samples still allowed by the sample budget (unbounded: UINT64_MAX).
   uint64_t samplesLeft() const;
 
-  /// Scores \p Placement, records it (best, curve, progress) and returns
-  /// its reward, -sqrt(step seconds), with the failing step time for a
-  /// placement that does not fit.
+  /// Scores \p Placement (from memory when it was scored before), records
+  /// it (best, curve, progress) and returns its reward, -sqrt(step
+  /// seconds), with the failing step time for a placement that does not
+  /// fit.
   double evaluate(llvm::ArrayRef<uint32_t> Placement);
   /// Records \p Placement, already scored as \p E (the same placement as
   /// one evaluated before), as a sample: counted, on the curve and in the
@@ -81,6 +91,8 @@ public:
 
 private:
   void printProgress(bool Final);
+  /// The score of \p Placement: remembered, or simulated and remembered.
+  Evaluation score(llvm::ArrayRef<uint32_t> Placement);
 
   const LearnTask &Task;
   const SearchOptions &Opts;
@@ -94,6 +106,14 @@ private:
   double LastPrinted = -1;
   std::chrono::steady_clock::time_point Start;
   SearchResult Result;
+  /// Scores by placement hash; a placement whose hash is taken by another
+  /// is simulated and not kept.
+  struct Remembered {
+    std::vector<uint32_t> Placement;
+    Evaluation Score;
+  };
+  std::unordered_map<uint64_t, Remembered> Memo;
+  size_t MemoBytes = 0, MemoLimitBytes;
 };
 
 } // namespace dp

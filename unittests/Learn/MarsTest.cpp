@@ -15,6 +15,7 @@
 #include "gtest/gtest.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <numeric>
 
@@ -269,6 +270,41 @@ TEST(PolicySearchTest, OutOfMemoryGetsTheFailingSignalAndLosesToAnyFit) {
   ASSERT_TRUE(bool(R));
   EXPECT_EQ(R->Best, std::vector<uint32_t>{1});
   EXPECT_FALSE(R->BestEval.OutOfMemory);
+}
+
+TEST(PolicySearchTest, ScoresAPlacementSampledBeforeFromMemory) {
+  LearnTask T;
+  T.NumUnits = 3;
+  T.NumDevices = 2;
+  unsigned Calls = 0;
+  T.Evaluate = [&](llvm::ArrayRef<uint32_t> P) {
+    ++Calls;
+    return Evaluation{0.1 + P[0] + 2.0 * P[1] + 4.0 * P[2], false};
+  };
+  SearchOptions S;
+  // Room for the placements of two samples: the third makes it forget.
+  PolicySearch Search(T, S, "test", 100, 0.99, 2 * 3 * sizeof(uint32_t));
+  const std::vector<uint32_t> A = {0, 1, 0}, B = {1, 1, 0}, C = {0, 0, 1};
+  double RA = Search.evaluate(A);
+  EXPECT_EQ(Search.evaluate(A), RA);
+  EXPECT_EQ(Search.lastStepSeconds(), 2.1);
+  EXPECT_EQ(Calls, 1u);
+  Search.evaluate(B);
+  EXPECT_EQ(Search.evaluate(B), -std::sqrt(3.1));
+  EXPECT_EQ(Calls, 2u);
+  Search.evaluate(C);
+  EXPECT_EQ(Calls, 3u);
+  // A and B were forgotten when C came; C is kept.
+  EXPECT_EQ(Search.evaluate(A), RA);
+  EXPECT_EQ(Search.evaluate(C), -std::sqrt(4.1));
+  EXPECT_EQ(Calls, 4u);
+  llvm::Expected<SearchResult> R = Search.finish();
+  ASSERT_TRUE(bool(R));
+  EXPECT_EQ(R->Samples, 7u);
+  EXPECT_EQ(R->Simulated, 4u);
+  EXPECT_EQ(R->Best, A);
+  ASSERT_EQ(R->Curve.size(), 7u);
+  EXPECT_EQ(R->Curve[1].SampleSeconds, 2.1);
 }
 
 TEST(PolicySearchTest, WritesTheCurveAsCSV) {

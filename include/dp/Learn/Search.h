@@ -129,6 +129,9 @@ struct SearchResult {
   std::vector<uint32_t> Best;
   Evaluation BestEval;
   uint64_t Samples = 0;
+  /// Of the samples, those the simulator ran; the others were placements
+  /// sampled before, scored from memory.
+  uint64_t Simulated = 0;
   double Seconds = 0;
   /// Best-so-far after every sample.
   std::vector<CurvePoint> Curve;
