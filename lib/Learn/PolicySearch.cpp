@@ -80,7 +80,7 @@ Evaluation PolicySearch::score(ArrayRef<uint32_t> Placement) {
   ++Result.Simulated;
   Evaluation E = Task.Evaluate(Placement);
   if (New) {
-    size_t Bytes = Placement.size() * sizeof(uint32_t);
+    size_t Bytes = memoEntryBytes(Placement.size());
     if (MemoBytes + Bytes > MemoLimitBytes) {
       Memo.clear();
       MemoBytes = 0;

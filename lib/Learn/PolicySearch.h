@@ -44,9 +44,20 @@ OptionTable &addLearningRate(OptionTable &T, double &LearningRate);
 llvm::Error parsePlacerOptions(OptionTable &T, LearnOptionList Opts);
 
 class PolicySearch {
+  /// A placement scored, kept with its score.
+  struct Remembered {
+    std::vector<uint32_t> Placement;
+    Evaluation Score;
+  };
+
 public:
   /// The most bytes of placements kept with their scores by default.
   static constexpr size_t DefaultMemoBytes = size_t(256) << 20;
+  /// The bytes one kept placement of \p Units units counts for: its
+  /// devices, its score and the hash table's node.
+  static constexpr size_t memoEntryBytes(size_t Units) {
+    return Units * sizeof(uint32_t) + sizeof(Remembered) + 32;
+  }
 
   /// \p DefaultSamples applies when the options set neither a sample nor a
   /// time budget. \p Mu is the baseline's moving-average weight. The
@@ -108,10 +119,6 @@ private:
   SearchResult Result;
   /// Scores by placement hash; a placement whose hash is taken by another
   /// is simulated and not kept.
-  struct Remembered {
-    std::vector<uint32_t> Placement;
-    Evaluation Score;
-  };
   std::unordered_map<uint64_t, Remembered> Memo;
   size_t MemoBytes = 0, MemoLimitBytes;
 };

@@ -283,7 +283,8 @@ TEST(PolicySearchTest, ScoresAPlacementSampledBeforeFromMemory) {
   };
   SearchOptions S;
   // Room for the placements of two samples: the third makes it forget.
-  PolicySearch Search(T, S, "test", 100, 0.99, 2 * 3 * sizeof(uint32_t));
+  PolicySearch Search(T, S, "test", 100, 0.99,
+                      2 * PolicySearch::memoEntryBytes(3));
   const std::vector<uint32_t> A = {0, 1, 0}, B = {1, 1, 0}, C = {0, 0, 1};
   double RA = Search.evaluate(A);
   EXPECT_EQ(Search.evaluate(A), RA);
