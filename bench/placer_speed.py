@@ -16,7 +16,10 @@ hidden size). Options that did not exist then and whose defaults do more
 work per sample (the decoder-state attention, Mars's paper features) stay
 at today's defaults, so a ratio understates the speed-up at equal work.
 samples/s is placements scored over the search's seconds (the curve's
-last line, DGI pre-training included), as the snapshot counts it.
+last line, DGI pre-training included), as the snapshot counts it; since
+2026-11-27 a placement sampled before is scored from the search's memory,
+not simulated again (the run's last progress line, without -quiet, says
+how many were simulated).
 
 Each row is then run again with count-flops=true (lib/Learn/FlopCount.h:
 libtorch's operators counted from their shapes, the fused loops by their
