@@ -75,7 +75,8 @@ struct LearnTask {
   /// placers that embed op types).
   std::vector<uint32_t> OpType;
   std::vector<std::string> OpTypeNames;
-  /// Scores a placement (a device per unit). Must be deterministic.
+  /// Scores a placement (a device per unit). Must be deterministic: the
+  /// search scores a placement it has scored before from memory.
   std::function<Evaluation(llvm::ArrayRef<uint32_t>)> Evaluate;
 };
 
