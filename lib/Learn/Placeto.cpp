@@ -276,8 +276,7 @@ public:
   /// authors' zero placement).
   void start() {
     Search.evaluate(Initial);
-    InitialEval = Search.lastEvaluation();
-    InitialReward = reward(InitialEval);
+    InitialReward = reward(Search.lastEvaluation());
   }
 
   /// The reward of a placement scored \p E: the paper's (appendix A.7),
@@ -321,7 +320,6 @@ private:
   int64_t U, D, In, Hidden;
   std::vector<uint32_t> Initial;
   double InitialReward = 0;
-  Evaluation InitialEval;
   /// Of the last episodes, step-major: the device chosen and the reward
   /// after the move (intermediate) or of the final placement.
   int64_t Batch = 0;
@@ -357,7 +355,6 @@ bool PlacetoSearch::runEpisodes(int64_t NewBatch, std::mt19937_64 &Rng,
   Rewards.assign(Steps * Batch, 0);
   std::vector<std::vector<uint32_t>> P(Batch, Initial);
   std::vector<double> Last(Batch, InitialReward);
-  std::vector<Evaluation> LastEval(Batch, InitialEval);
   std::vector<bool> Scored(Batch, false);
   std::vector<float> X(size_t(U) * Batch * In);
   std::vector<float> Pools(3 * size_t(U));
@@ -375,22 +372,16 @@ bool PlacetoSearch::runEpisodes(int64_t NewBatch, std::mt19937_64 &Rng,
     for (int64_t B = 0; B != Batch; ++B) {
       int64_t A = sampleIndex(Prob + B * D, D, Rng, Greedy);
       Actions[Step * Batch + B] = A;
-      bool Moved = P[B][Current] != uint32_t(A);
       P[B][Current] = uint32_t(A);
       if (ScoreMoves) {
         // Every move is a sample of the budget, so that the budget bounds
         // the episodes whatever the policy does; a unit that stays where
-        // it is leaves the placement, and so its score, unchanged: nothing
-        // to simulate.
+        // it is leaves the placement as it was, which the search scores
+        // from memory.
         if (Search.done())
           return false;
-        if (Moved) {
-          Search.evaluate(P[B]);
-          LastEval[B] = Search.lastEvaluation();
-        } else {
-          Search.record(P[B], LastEval[B]);
-        }
-        Last[B] = reward(LastEval[B]);
+        Search.evaluate(P[B]);
+        Last[B] = reward(Search.lastEvaluation());
         Scored[B] = true;
       }
       Rewards[Step * Batch + B] = Last[B];

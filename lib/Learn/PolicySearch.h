@@ -77,11 +77,7 @@ public:
   /// seconds), with the failing step time for a placement that does not
   /// fit.
   double evaluate(llvm::ArrayRef<uint32_t> Placement);
-  /// Records \p Placement, already scored as \p E (the same placement as
-  /// one evaluated before), as a sample: counted, on the curve and in the
-  /// progress line, not simulated again. Returns its reward.
-  double record(llvm::ArrayRef<uint32_t> Placement, const Evaluation &E);
-  /// The score of the last recorded placement.
+  /// The score of the last evaluated placement.
   const Evaluation &lastEvaluation() const { return LastEval; }
   /// The step time given to placements that do not fit.
   double getFailingSeconds() const { return Opts.FailingSeconds; }
@@ -102,6 +98,9 @@ public:
 
 private:
   void printProgress(bool Final);
+  /// Records \p Placement, scored \p E, as a sample (counted, on the curve
+  /// and in the progress line) and returns its reward.
+  double record(llvm::ArrayRef<uint32_t> Placement, const Evaluation &E);
   /// The score of \p Placement: remembered, or simulated and remembered.
   Evaluation score(llvm::ArrayRef<uint32_t> Placement);
 
