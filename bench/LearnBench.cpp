@@ -17,7 +17,8 @@
 /// Also times a step's product with the weights laid out once
 /// (PackedProduct.h) against libtorch's, at Mars's and EAGLE's shapes, and
 /// a step's attention scores (AdditiveScores.h) by the AVX-512 kernel
-/// against the portable loop.
+/// against the portable loop, and Placeto's graph network
+/// (PlacetoPolicy.h) fused against its libtorch operators.
 ///
 //===----------------------------------------------------------------------===//
 
@@ -25,10 +26,12 @@
 #include "BenchReporter.h"
 #include "Modules.h"
 #include "PackedProduct.h"
+#include "PlacetoPolicy.h"
 #include "Recurrence.h"
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <iterator>
 #include <random>
@@ -135,6 +138,75 @@ void BM_Scores(benchmark::State &State) {
   benchmark::DoNotOptimize(DQ.data_ptr<float>());
 }
 
+/// Placeto's network at BERT-Base's shapes on p100x4 (bench/placer_speed.py):
+/// 256 units, features and hidden width 9, 8 hops, 5 devices, on a DAG of
+/// 2 parents per unit on average; 8 states (a step of 8 episodes) drawn
+/// without gradients, or an update's chunk of states forward and backward.
+constexpr int64_t PlacetoIn = 9, PlacetoHops = 8, PlacetoSampleStates = 8;
+const int64_t PlacetoUpdateStates[] = {24, 112};
+
+LearnTask makePlacetoTask() {
+  LearnTask T;
+  T.NumUnits = Units;
+  T.NumDevices = Devices;
+  std::mt19937_64 Rng(1);
+  for (uint32_t V = 1; V != Units; ++V)
+    for (uint32_t K = 0, Parents = 1 + V % 3; K != Parents && K != V; ++K)
+      T.Edges.push_back(
+          {V - 1 - uint32_t(Rng() % std::min<uint32_t>(V, 16)), V, 0});
+  std::sort(T.Edges.begin(), T.Edges.end(), [](const auto &A, const auto &B) {
+    return std::make_pair(A.From, A.To) < std::make_pair(B.From, B.To);
+  });
+  T.Edges.erase(std::unique(T.Edges.begin(), T.Edges.end(),
+                            [](const auto &A, const auto &B) {
+                              return A.From == B.From && A.To == B.To;
+                            }),
+                T.Edges.end());
+  return T;
+}
+
+/// range(0): 0 the libtorch operators, 1 fused; range(1): 0 drawing, 1-2
+/// an update of PlacetoUpdateStates[range(1) - 1] states.
+void BM_Placeto(benchmark::State &State) {
+  bool Fused = State.range(0);
+  int64_t N = State.range(1) ? PlacetoUpdateStates[State.range(1) - 1]
+                             : PlacetoSampleStates;
+  LearnTask T = makePlacetoTask();
+  UnitGraph G(T);
+  torch::manual_seed(1);
+  PlacetoPolicy Net(PlacetoIn, PlacetoIn, Devices, PlacetoHops);
+  torch::Tensor X = torch::rand({PlacetoIn, Units, N});
+  torch::Tensor Pools = torch::randint(0, 2, {3, Units, N}).to(torch::kFloat);
+  torch::Tensor Current = torch::randint(0, Units, {N}, torch::kLong);
+  torch::Tensor Actions = torch::randint(0, Devices, {N, 1}, torch::kLong);
+  PlacetoActivations A;
+  Net->prepare(A, N, G);
+  for (int64_t K = 0; K != PlacetoIn; ++K)
+    std::copy(X[K].data_ptr<float>(), X[K].data_ptr<float>() + Units * N,
+              &A.Input[K * A.Stride]);
+  std::copy(Pools.data_ptr<float>(), Pools.data_ptr<float>() + Pools.numel(),
+            A.Pools.begin());
+  std::copy(Current.data_ptr<int64_t>(), Current.data_ptr<int64_t>() + N,
+            A.Current.begin());
+  torch::Tensor XOps = X.permute({1, 2, 0}).contiguous();
+  torch::Tensor PoolsOps = Pools.permute({0, 2, 1}).contiguous();
+  bool Update = State.range(1);
+  for (auto _ : State) {
+    torch::AutoGradMode Grad(Update);
+    Net->zero_grad();
+    torch::Tensor Logits =
+        Fused ? Net->forward(A, G, /*Keep=*/Update).requires_grad_(Update)
+              : Net->forwardOperators(XOps, G, Current, PoolsOps);
+    if (!Update) {
+      benchmark::DoNotOptimize(Logits.data_ptr<float>());
+      continue;
+    }
+    torch::log_softmax(Logits, 1).gather(1, Actions).sum().backward();
+    if (Fused)
+      Net->backward(A, Logits.grad(), G);
+  }
+}
+
 /// Floating-point work of encoding the sequence and running the decoder
 /// over it for \p Batch placements, forward (and with \p Backward, the
 /// backward pass too: twice the forward's products).
@@ -199,6 +271,26 @@ public:
                   hasVectorScores() ? "AVX-512 kernel" : "(the same)",
                   *Best * 1e6, *Portable / *Best);
     }
+    LearnTask T = makePlacetoTask();
+    UnitGraph G(T);
+    PlacetoPolicy Net(PlacetoIn, PlacetoIn, Devices, PlacetoHops);
+    for (int64_t Kind = 0; Kind != 3; ++Kind) {
+      std::string Base = "BM_Placeto/";
+      const double *Fused = seconds(Base + "1/" + std::to_string(Kind)),
+                   *Ops = seconds(Base + "0/" + std::to_string(Kind));
+      if (!Fused || !Ops)
+        continue;
+      int64_t N = Kind ? PlacetoUpdateStates[Kind - 1] : PlacetoSampleStates;
+      double Flops = Net->countForwardFlops(N, G) +
+                     (Kind ? Net->countBackwardFlops(N, G) : 0);
+      double GFlops = Flops / *Fused / 1e9;
+      std::printf("placeto %-6s (%3lld states, %zu edges): fused %7.3f ms, "
+                  "operators %7.3f ms, %.2fx; fused %.1f GFLOP/s, %.0f %% of "
+                  "the matrix product's\n",
+                  Kind ? "update" : "sample", (long long)N, T.Edges.size(),
+                  *Fused * 1e3, *Ops * 1e3, *Ops / *Fused, GFlops,
+                  Peak ? 100 * GFlops / Peak : 0.0);
+    }
     for (const char *What : {"Sample", "Update"}) {
       bool Update = What[0] == 'U';
       int64_t Batch = Update ? UpdateBatch : SampleBatch;
@@ -235,6 +327,9 @@ int main(int argc, char **argv) {
   benchmark::RegisterBenchmark("BM_Scores", BM_Scores)
       ->ArgsProduct({{0, 1}, {0, 1}})
       ->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("BM_Placeto", BM_Placeto)
+      ->ArgsProduct({{0, 1}, {0, 1, 2}})
+      ->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("BM_Matmul", BM_Matmul)
       ->Unit(benchmark::kMillisecond);
   RatioReporter Reporter;

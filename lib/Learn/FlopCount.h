@@ -15,11 +15,11 @@
 /// (bias or accumulation added once per output), and an element-wise
 /// operator of a listed kind (arithmetic, activations, softmax, the
 /// optimizer's updates) as one per element of its largest input. Kernels
-/// that do their own arithmetic (Recurrence.cpp's fused loops) add their
-/// count from their shapes and hide the operators they call inside
-/// (FusedFlops). Operators outside the lists (copies, indexing,
-/// reductions, sampling) count nothing, so the totals are what the
-/// network's arithmetic needs at least, not every instruction retired.
+/// that do their own arithmetic (the fused loops of Recurrence.cpp and
+/// PlacetoPolicy.cpp) add their count from their shapes and hide the
+/// operators they call inside (FusedFlops). Operators outside the lists
+/// (copies, indexing, reductions, sampling) count nothing, so the totals are
+/// what the network's arithmetic needs at least, not every instruction retired.
 ///
 /// Counting slows every operator call; timed runs leave it off.
 ///

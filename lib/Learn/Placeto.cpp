@@ -19,6 +19,7 @@
 
 #include "FlopCount.h"
 #include "Modules.h"
+#include "PlacetoPolicy.h"
 #include "PolicySearch.h"
 #include "dp/Learn/Placers.h"
 #include "dp/Support/Diagnostics.h"
@@ -32,194 +33,6 @@ using namespace llvm;
 namespace dp {
 
 using namespace learn;
-
-namespace {
-
-/// The paper's aggregation g(sum_u f(x_u)) with single-layer f and g (its
-/// appendix A.7), ReLU after each.
-class AggregatorImpl : public torch::nn::Module {
-public:
-  explicit AggregatorImpl(int64_t Width)
-      : F(register_module("f", torch::nn::Linear(Width, Width))),
-        G(register_module("g", torch::nn::Linear(Width, Width))) {}
-  torch::nn::Linear F, G;
-};
-TORCH_MODULE(Aggregator);
-
-/// What the policy needs of the unit graph, built once per task.
-struct UnitGraph {
-  /// Sparse [U, U]: row v sums the messages of v's parents (Down) or of
-  /// its children (Up).
-  torch::Tensor Down, Up;
-  /// [U, 1, 1]: 1 where the unit has parents (children). Units without
-  /// any keep their own embedding, as in the authors' code.
-  torch::Tensor HasParents, HasChildren;
-  /// Reachability bit sets, Words 64-bit words per unit.
-  std::vector<uint64_t> Ancestors, Descendants;
-  size_t Words = 0;
-
-  explicit UnitGraph(const LearnTask &T);
-  /// The pooling masks of unit \p V: its ancestors, its descendants and
-  /// the units that are neither (not V itself), as 0/1 rows of [3, U].
-  void getPools(uint32_t V, float *Rows) const;
-};
-
-/// Placeto's policy (section 2.2): per-unit features, two-way message
-/// passing, three pooled summaries and the current unit's embedding, a
-/// two-layer classifier over the devices.
-class PlacetoPolicyImpl : public torch::nn::Module {
-public:
-  PlacetoPolicyImpl(int64_t In, int64_t Hidden, int64_t Devices, int64_t Hops);
-
-  /// The device logits [N, D] of N states: \p X [U, N, In] their unit
-  /// features (unit-major), \p Current [N] the unit each decides,
-  /// \p Pools [3, N, U] the pooling masks of that unit.
-  torch::Tensor forward(const torch::Tensor &X, const UnitGraph &G,
-                        const torch::Tensor &Current,
-                        const torch::Tensor &Pools);
-
-private:
-  /// k rounds of x <- relu(g(A relu(f(x)))) masked by \p Has, plus the
-  /// unit's own transform, over adjacency \p A.
-  torch::Tensor propagate(const torch::Tensor &Self, const torch::Tensor &A,
-                          const torch::Tensor &Has, Aggregator &Agg);
-
-  int64_t Hops;
-  torch::nn::Linear NodeTransform{nullptr};
-  Aggregator Down{nullptr}, Up{nullptr};
-  Aggregator Parents{nullptr}, Children{nullptr}, Parallel{nullptr};
-  torch::nn::Linear Classifier{nullptr}, Output{nullptr};
-};
-TORCH_MODULE(PlacetoPolicy);
-
-} // namespace
-
-/// The adjacency [U, U] whose row To holds a 1 at From for every edge
-/// (From, To) of \p Edges (as given or \p Reversed).
-static torch::Tensor getMessageMatrix(const LearnTask &T, bool Reversed) {
-  int64_t N = T.Edges.size(), U = T.NumUnits;
-  torch::Tensor Indices = torch::empty({2, N}, torch::kLong);
-  auto Idx = Indices.accessor<int64_t, 2>();
-  for (int64_t K = 0; K != N; ++K) {
-    const LearnTask::Edge &E = T.Edges[K];
-    Idx[0][K] = Reversed ? E.From : E.To;
-    Idx[1][K] = Reversed ? E.To : E.From;
-  }
-  return torch::sparse_coo_tensor(Indices, torch::ones({N}), {U, U}).coalesce();
-}
-
-UnitGraph::UnitGraph(const LearnTask &T) {
-  unsigned U = T.NumUnits;
-  Down = getMessageMatrix(T, /*Reversed=*/false);
-  Up = getMessageMatrix(T, /*Reversed=*/true);
-  std::vector<std::vector<uint32_t>> Succ(U), Pred(U);
-  for (const LearnTask::Edge &E : T.Edges) {
-    Succ[E.From].push_back(E.To);
-    Pred[E.To].push_back(E.From);
-  }
-  std::vector<float> Has(2 * size_t(U));
-  for (unsigned V = 0; V != U; ++V) {
-    Has[V] = !Pred[V].empty();
-    Has[U + V] = !Succ[V].empty();
-  }
-  torch::Tensor Flags = torch::tensor(Has).view({2, int64_t(U), 1, 1});
-  HasParents = Flags[0];
-  HasChildren = Flags[1];
-
-  // Breadth-first search from every unit, both ways. Unit graphs may have
-  // cycles (colocation groups), so a unit can be both an ancestor and a
-  // descendant of another; it then counts in both summaries.
-  Words = (U + 63) / 64;
-  Ancestors.assign(size_t(U) * Words, 0);
-  Descendants.assign(size_t(U) * Words, 0);
-  std::vector<uint32_t> Queue;
-  Queue.reserve(U);
-  auto Search = [&](uint32_t From,
-                    const std::vector<std::vector<uint32_t>> &Adj,
-                    uint64_t *Bits) {
-    Queue.assign(1, From);
-    for (size_t Head = 0; Head != Queue.size(); ++Head)
-      for (uint32_t W : Adj[Queue[Head]]) {
-        uint64_t Mask = uint64_t(1) << (W % 64);
-        if (Bits[W / 64] & Mask)
-          continue;
-        Bits[W / 64] |= Mask;
-        Queue.push_back(W);
-      }
-  };
-  for (unsigned V = 0; V != U; ++V) {
-    Search(V, Pred, &Ancestors[size_t(V) * Words]);
-    Search(V, Succ, &Descendants[size_t(V) * Words]);
-  }
-}
-
-void UnitGraph::getPools(uint32_t V, float *Rows) const {
-  size_t U = HasParents.size(0);
-  const uint64_t *A = &Ancestors[V * Words], *D = &Descendants[V * Words];
-  for (size_t W = 0; W != U; ++W) {
-    bool IsAncestor = (A[W / 64] >> (W % 64)) & 1;
-    bool IsDescendant = (D[W / 64] >> (W % 64)) & 1;
-    bool Self = W == V;
-    Rows[W] = IsAncestor && !Self;
-    Rows[U + W] = IsDescendant && !Self;
-    Rows[2 * U + W] = !IsAncestor && !IsDescendant && !Self;
-  }
-}
-
-PlacetoPolicyImpl::PlacetoPolicyImpl(int64_t In, int64_t Hidden,
-                                     int64_t Devices, int64_t Hops)
-    : Hops(Hops) {
-  NodeTransform =
-      register_module("node_transform", torch::nn::Linear(In, Hidden));
-  Down = register_module("down", Aggregator(Hidden));
-  Up = register_module("up", Aggregator(Hidden));
-  Parents = register_module("parents", Aggregator(2 * Hidden));
-  Children = register_module("children", Aggregator(2 * Hidden));
-  Parallel = register_module("parallel", Aggregator(2 * Hidden));
-  // The classifier's hidden layer is as wide as its input, as in the
-  // authors' code.
-  Classifier =
-      register_module("classifier", torch::nn::Linear(8 * Hidden, 8 * Hidden));
-  Output = register_module("output", torch::nn::Linear(8 * Hidden, Devices));
-}
-
-torch::Tensor PlacetoPolicyImpl::propagate(const torch::Tensor &Self,
-                                           const torch::Tensor &A,
-                                           const torch::Tensor &Has,
-                                           Aggregator &Agg) {
-  int64_t U = Self.size(0), N = Self.size(1), H = Self.size(2);
-  torch::Tensor X = Self;
-  for (int64_t K = 0; K != Hops; ++K) {
-    torch::Tensor Messages =
-        torch::relu(Agg->F->forward(X)).reshape({U, N * H});
-    torch::Tensor Sums = torch::mm(A, Messages).view({U, N, H});
-    X = torch::addcmul(Self, torch::relu(Agg->G->forward(Sums)), Has);
-  }
-  return X;
-}
-
-torch::Tensor PlacetoPolicyImpl::forward(const torch::Tensor &X,
-                                         const UnitGraph &G,
-                                         const torch::Tensor &Current,
-                                         const torch::Tensor &Pools) {
-  int64_t N = X.size(1);
-  torch::Tensor Self = NodeTransform->forward(X);
-  torch::Tensor Emb = torch::cat({propagate(Self, G.Down, G.HasParents, Down),
-                                  propagate(Self, G.Up, G.HasChildren, Up)},
-                                 2); // [U, N, 2H]
-  Aggregator *Pooled[] = {&Parents, &Children, &Parallel};
-  std::vector<torch::Tensor> Parts;
-  for (int64_t K = 0; K != 3; ++K) {
-    // [N, 1, U] x [N, U, 2H]: each state sums over its own set.
-    torch::Tensor F =
-        torch::relu((*Pooled[K])->F->forward(Emb)).transpose(0, 1);
-    torch::Tensor Sum = torch::bmm(Pools[K].unsqueeze(1), F).squeeze(1);
-    Parts.push_back(torch::relu((*Pooled[K])->G->forward(Sum)));
-  }
-  Parts.push_back(Emb.index({Current, torch::arange(N)}));
-  return Output->forward(
-      torch::relu(Classifier->forward(torch::cat(Parts, 1))));
-}
 
 //===----------------------------------------------------------------------===//
 // The search
@@ -239,8 +52,11 @@ static constexpr uint64_t DefaultSamples = 10000;
 /// The memory penalty's scale c, seconds per GB over (appendix A.7).
 static constexpr double DefaultMemoryPenalty = 2;
 /// Units times states times hidden units of one chunk of an update's
-/// forward and backward passes (about 140 MB of activations).
-static constexpr int64_t ChunkFloats = int64_t(1) << 18;
+/// forward and backward passes: 24 states of BERT-Base's 256 units at
+/// width 9, whose activations (about 72 floats per unit, state and unit
+/// of width: 16 MB) stay in the third-level cache. dp-bench-learn's
+/// BM_Placeto ran faster per state at 24 states than at 112.
+static constexpr int64_t ChunkFloats = int64_t(1) << 16;
 
 double getPlacetoReward(const Evaluation &E, double MemoryPenalty,
                         double FailingSeconds) {
@@ -304,9 +120,17 @@ public:
 
 private:
   /// Writes the unit features of the state before step \p Step with
-  /// placement \p P into column \p Col of \p X, unit-major [U, N, In].
-  void writeState(float *X, int64_t N, int64_t Col,
+  /// placement \p P into state \p Col of \p X [In, U, N], rows \p Stride
+  /// floats apart.
+  void writeState(float *X, int64_t Stride, int64_t N, int64_t Col,
                   const std::vector<uint32_t> &P, size_t Step) const;
+  /// Writes the pooling masks \p Rows [3, U] (UnitGraph::getPools) into
+  /// state \p Col of \p Pools [3, U, N].
+  void writePools(float *Pools, int64_t N, int64_t Col,
+                  const float *Rows) const {
+    for (int64_t I = 0; I != 3 * U; ++I)
+      Pools[I * N + Col] = Rows[I];
+  }
   /// The advantages [Steps x Batch] of the last episodes.
   std::vector<float> getAdvantages() const;
 
@@ -327,22 +151,24 @@ private:
   std::vector<double> Rewards;
   /// The step at which each unit is visited.
   std::vector<size_t> StepOf;
+  /// The policy's buffers, kept from one forward pass to the next.
+  PlacetoActivations Activations;
 };
 } // namespace
 
-void PlacetoSearch::writeState(float *X, int64_t N, int64_t Col,
+void PlacetoSearch::writeState(float *X, int64_t Stride, int64_t N, int64_t Col,
                                const std::vector<uint32_t> &P,
                                size_t Step) const {
   uint32_t Current = T.Order[Step];
+  int64_t F = T.NumFeatures;
   for (int64_t V = 0; V != U; ++V) {
-    float *Row = X + (V * N + Col) * In;
-    const float *Static = &T.Features[size_t(V) * T.NumFeatures];
-    std::copy(Static, Static + T.NumFeatures, Row);
-    float *Dynamic = Row + T.NumFeatures;
-    std::fill(Dynamic, Dynamic + D + 2, 0.0f);
-    Dynamic[P[V]] = 1;
-    Dynamic[D] = StepOf[V] < Step;
-    Dynamic[D + 1] = uint32_t(V) == Current;
+    float *At = X + V * N + Col;
+    const float *Static = &T.Features[size_t(V) * F];
+    for (int64_t K = 0; K != F + D + 2; ++K)
+      At[K * Stride] = K < F ? Static[K] : 0.0f;
+    At[(F + P[V]) * Stride] = 1;
+    At[(F + D) * Stride] = StepOf[V] < Step;
+    At[(F + D + 1) * Stride] = uint32_t(V) == Current;
   }
 }
 
@@ -356,23 +182,24 @@ bool PlacetoSearch::runEpisodes(int64_t NewBatch, std::mt19937_64 &Rng,
   std::vector<std::vector<uint32_t>> P(Batch, Initial);
   std::vector<double> Last(Batch, InitialReward);
   std::vector<bool> Scored(Batch, false);
-  std::vector<float> X(size_t(U) * Batch * In);
-  std::vector<float> Pools(3 * size_t(U));
+  PlacetoActivations &A = Activations;
+  std::vector<float> Rows(3 * size_t(U));
   for (size_t Step = 0; Step != Steps; ++Step) {
     uint32_t Current = T.Order[Step];
-    for (int64_t B = 0; B != Batch; ++B)
-      writeState(X.data(), Batch, B, P[B], Step);
-    Graph.getPools(Current, Pools.data());
-    torch::Tensor Logits = Policy->forward(
-        torch::from_blob(X.data(), {U, Batch, In}), Graph,
-        torch::full({Batch}, int64_t(Current), torch::kLong),
-        torch::from_blob(Pools.data(), {3, 1, U}).expand({3, Batch, U}));
+    Policy->prepare(A, Batch, Graph);
+    Graph.getPools(Current, Rows.data());
+    for (int64_t B = 0; B != Batch; ++B) {
+      writeState(A.Input.data(), A.Stride, Batch, B, P[B], Step);
+      writePools(A.Pools.data(), Batch, B, Rows.data());
+      A.Current[B] = Current;
+    }
+    torch::Tensor Logits = Policy->forward(A, Graph, /*Keep=*/false);
     torch::Tensor Probs = torch::softmax(Logits, 1).contiguous();
     const float *Prob = Probs.data_ptr<float>();
     for (int64_t B = 0; B != Batch; ++B) {
-      int64_t A = sampleIndex(Prob + B * D, D, Rng, Greedy);
-      Actions[Step * Batch + B] = A;
-      P[B][Current] = uint32_t(A);
+      int64_t Device = sampleIndex(Prob + B * D, D, Rng, Greedy);
+      Actions[Step * Batch + B] = Device;
+      P[B][Current] = uint32_t(Device);
       if (ScoreMoves) {
         // Every move is a sample of the budget, so that the budget bounds
         // the episodes whatever the policy does; a unit that stays where
@@ -452,31 +279,26 @@ void PlacetoSearch::update(torch::optim::Adam &Opt, double EntropyCoef) {
   // Replays the episodes chunk by chunk: the states of steps
   // [Begin, End), step-major.
   std::vector<std::vector<uint32_t>> P(Batch, Initial);
-  std::vector<float> X, Pools;
-  std::vector<int64_t> Current;
+  std::vector<float> Rows(3 * size_t(U));
+  PlacetoActivations &Act = Activations;
   for (size_t Begin = 0; Begin < Steps; Begin += ChunkSteps) {
     size_t End = std::min(Steps, Begin + size_t(ChunkSteps));
     int64_t N = int64_t(End - Begin) * Batch;
-    X.resize(size_t(U) * N * In);
-    Pools.resize(3 * size_t(N) * U);
-    Current.clear();
-    std::vector<float> Rows(3 * size_t(U));
+    Policy->prepare(Act, N, Graph);
     for (size_t Step = Begin; Step != End; ++Step) {
       uint32_t Cur = T.Order[Step];
       Graph.getPools(Cur, Rows.data());
       for (int64_t B = 0; B != Batch; ++B) {
         int64_t Col = int64_t(Step - Begin) * Batch + B;
-        writeState(X.data(), N, Col, P[B], Step);
-        for (int K = 0; K != 3; ++K)
-          std::copy(&Rows[K * U], &Rows[K * U] + U, &Pools[(K * N + Col) * U]);
-        Current.push_back(Cur);
+        writeState(Act.Input.data(), Act.Stride, N, Col, P[B], Step);
+        writePools(Act.Pools.data(), N, Col, Rows.data());
+        Act.Current[Col] = Cur;
         P[B][Cur] = uint32_t(Actions[Step * Batch + B]);
       }
     }
-    torch::Tensor Logits =
-        Policy->forward(torch::from_blob(X.data(), {U, N, In}), Graph,
-                        torch::tensor(Current, torch::kLong),
-                        torch::from_blob(Pools.data(), {3, N, U}));
+    // The loss is differentiated by autograd down to the logits, the
+    // network by its own backward pass.
+    torch::Tensor Logits = Policy->forward(Act, Graph).requires_grad_();
     torch::Tensor Logp = torch::log_softmax(Logits, 1);
     torch::Tensor Chosen =
         torch::from_blob(&Actions[Begin * Batch], {N}, torch::kLong);
@@ -486,6 +308,7 @@ void PlacetoSearch::update(torch::optim::Adam &Opt, double EntropyCoef) {
     torch::Tensor Loss =
         -((A * Taken).sum() + EntropyCoef * Entropy.sum()) / Total;
     Loss.backward();
+    Policy->backward(Act, Logits.grad(), Graph);
   }
   learn::TrainingFlops Training;
   torch::nn::utils::clip_grad_norm_(Policy->parameters(), MaxGradNorm);

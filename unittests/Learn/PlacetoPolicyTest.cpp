@@ -1,0 +1,145 @@
+//===- PlacetoPolicyTest.cpp - Placeto's network, fused against operators ===//
+//
+// Part of the dp project.
+//
+//===----------------------------------------------------------------------===//
+//
+// The fused network (PlacetoPolicy.h) must compute what the same network
+// as libtorch operators computes, differentiated by autograd: the logits
+// and every parameter's gradient, on a graph with units that have no
+// parents or no children, with state counts that take the vector loops
+// and their remainders.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PlacetoPolicy.h"
+#include "FlopCount.h"
+
+#include <torch/torch.h>
+
+#include "gtest/gtest.h"
+
+using namespace dp;
+using namespace dp::learn;
+
+namespace {
+
+constexpr int64_t In = 6, Hidden = 5, Devices = 3, Hops = 3;
+
+/// 9 units: 0 and 5 have no parents, 4 and 8 no children, 3 has three
+/// parents, and 6 and 7 are reached both ways round.
+LearnTask makeTask() {
+  LearnTask T;
+  T.NumUnits = 9;
+  T.NumDevices = Devices;
+  const std::pair<uint32_t, uint32_t> Edges[] = {{0, 1}, {0, 2}, {1, 3}, {2, 3},
+                                                 {5, 3}, {3, 4}, {5, 6}, {6, 7},
+                                                 {1, 7}, {7, 8}, {2, 8}};
+  for (auto [From, To] : Edges)
+    T.Edges.push_back({From, To, 1});
+  return T;
+}
+
+struct Inputs {
+  torch::Tensor X;       ///< [In, U, N]
+  torch::Tensor Pools;   ///< [3, U, N]
+  torch::Tensor Current; ///< [N]
+};
+
+Inputs makeInputs(int64_t U, int64_t N) {
+  return {torch::randn({In, U, N}),
+          torch::randint(0, 2, {3, U, N}).to(torch::kFloat),
+          torch::randint(0, U, {N}, torch::kLong)};
+}
+
+/// The fused forward pass's logits for \p I, prepared into \p A.
+torch::Tensor runFused(PlacetoPolicy &Net, const UnitGraph &G,
+                       PlacetoActivations &A, const Inputs &I, bool Keep) {
+  int64_t U = G.NumUnits, N = I.Current.size(0);
+  Net->prepare(A, N, G);
+  for (int64_t K = 0; K != In; ++K)
+    std::copy(I.X[K].data_ptr<float>(), I.X[K].data_ptr<float>() + U * N,
+              &A.Input[K * A.Stride]);
+  std::copy(I.Pools.data_ptr<float>(),
+            I.Pools.data_ptr<float>() + I.Pools.numel(), A.Pools.begin());
+  std::copy(I.Current.data_ptr<int64_t>(), I.Current.data_ptr<int64_t>() + N,
+            A.Current.begin());
+  return Net->forward(A, G, Keep);
+}
+
+torch::Tensor runOperators(PlacetoPolicy &Net, const UnitGraph &G,
+                           const Inputs &I) {
+  return Net->forwardOperators(I.X.permute({1, 2, 0}).contiguous(), G,
+                               I.Current,
+                               I.Pools.permute({0, 2, 1}).contiguous());
+}
+
+class PlacetoPolicyTest : public ::testing::TestWithParam<int64_t> {};
+
+TEST_P(PlacetoPolicyTest, FusedPassesMatchTheOperators) {
+  torch::manual_seed(GetParam());
+  LearnTask T = makeTask();
+  UnitGraph G(T);
+  PlacetoPolicy Net(In, Hidden, Devices, Hops);
+  Inputs I = makeInputs(T.NumUnits, GetParam());
+  torch::Tensor Weights = torch::randn({GetParam(), Devices});
+
+  // The operators, through autograd: a loss of the logits weighted.
+  torch::Tensor Expected = runOperators(Net, G, I);
+  (Expected * Weights).sum().backward();
+  std::vector<torch::Tensor> ExpectedGrads;
+  for (const torch::Tensor &P : Net->parameters()) {
+    ExpectedGrads.push_back(P.grad().clone());
+    P.mutable_grad().zero_();
+  }
+
+  PlacetoActivations A;
+  torch::Tensor Logits = runFused(Net, G, A, I, /*Keep=*/true);
+  ASSERT_EQ(Logits.sizes(), Expected.sizes());
+  EXPECT_TRUE(torch::allclose(Logits, Expected.detach(), 1e-4, 1e-5))
+      << (Logits - Expected).abs().max().item<float>();
+  Net->backward(A, Weights, G);
+  std::vector<torch::Tensor> Params = Net->parameters();
+  size_t Compared = 0;
+  for (size_t K = 0; K != Params.size(); ++K) {
+    const torch::Tensor &Got = Params[K].grad();
+    EXPECT_TRUE(torch::allclose(Got, ExpectedGrads[K], 1e-3, 1e-5))
+        << "parameter " << K << ": "
+        << (Got - ExpectedGrads[K]).abs().max().item<float>();
+    Compared += ExpectedGrads[K].abs().sum().item<float>() > 0;
+  }
+  // Every parameter takes part (none's gradient is zero by accident).
+  EXPECT_EQ(Compared, Params.size());
+
+  // Drawing placements keeps only the last hop's buffers, to the same
+  // logits.
+  PlacetoActivations Drawing;
+  EXPECT_TRUE(
+      torch::equal(runFused(Net, G, Drawing, I, /*Keep=*/false), Logits));
+}
+
+// 2 states (scalar remainders only), 8 (one vector per unit), 11 (both),
+// 24 (an update's chunk: the products' 64-column tiles).
+INSTANTIATE_TEST_SUITE_P(States, PlacetoPolicyTest,
+                         ::testing::Values(1, 2, 8, 11, 24));
+
+TEST(PlacetoPolicyCountTest, FusedCountIsTheOperatorsCount) {
+  torch::manual_seed(1);
+  LearnTask T = makeTask();
+  UnitGraph G(T);
+  PlacetoPolicy Net(In, Hidden, Devices, Hops);
+  Inputs I = makeInputs(T.NumUnits, 8);
+  torch::NoGradGuard NoGrad;
+  FlopCounter C;
+  runOperators(Net, G, I);
+  double Operators = C.total();
+  PlacetoActivations A;
+  runFused(Net, G, A, I, /*Keep=*/false);
+  double Fused = C.total() - Operators;
+  EXPECT_EQ(Fused, Net->countForwardFlops(8, G));
+  // The formula counts what libtorch's operators count, to within the
+  // operators that count their bias apart.
+  EXPECT_NEAR(Fused / Operators, 1.0, 0.02) << Fused << " " << Operators;
+}
+
+} // namespace
