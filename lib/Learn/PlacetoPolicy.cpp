@@ -274,29 +274,18 @@ dotBlock(const float *D, const float *X, float *DW, float *DB, int64_t K0,
   }
 }
 
-/// dotBlock() for a block of 1 to 12 columns (twelve accumulators, the
-/// bias's, the row's eight floats and a product fit AVX's sixteen
-/// registers).
+/// dotBlock() for a block of 1 to MaxBlock columns (twelve accumulators,
+/// the bias's, the row's eight floats and a product fit AVX's sixteen
+/// registers), dispatched at compile time so that it is inlined into the
+/// caller's clone.
+template <int64_t MaxBlock>
 __attribute__((always_inline)) inline void
 dotBlocks(const float *D, const float *X, float *DW, float *DB, int64_t K0,
           int64_t Block, int64_t Ld, int64_t Width) {
-  // clang-format off
-  switch (Block) {
-  case 1: return dotBlock<1>(D, X, DW, DB, K0, Ld, Width);
-  case 2: return dotBlock<2>(D, X, DW, DB, K0, Ld, Width);
-  case 3: return dotBlock<3>(D, X, DW, DB, K0, Ld, Width);
-  case 4: return dotBlock<4>(D, X, DW, DB, K0, Ld, Width);
-  case 5: return dotBlock<5>(D, X, DW, DB, K0, Ld, Width);
-  case 6: return dotBlock<6>(D, X, DW, DB, K0, Ld, Width);
-  case 7: return dotBlock<7>(D, X, DW, DB, K0, Ld, Width);
-  case 8: return dotBlock<8>(D, X, DW, DB, K0, Ld, Width);
-  case 9: return dotBlock<9>(D, X, DW, DB, K0, Ld, Width);
-  case 10: return dotBlock<10>(D, X, DW, DB, K0, Ld, Width);
-  case 11: return dotBlock<11>(D, X, DW, DB, K0, Ld, Width);
-  case 12: return dotBlock<12>(D, X, DW, DB, K0, Ld, Width);
-  default: break;
-  }
-  // clang-format on
+  if (Block == MaxBlock)
+    return dotBlock<MaxBlock>(D, X, DW, DB, K0, Ld, Width);
+  if constexpr (MaxBlock > 1)
+    dotBlocks<MaxBlock - 1>(D, X, DW, DB, K0, Block, Ld, Width);
 }
 
 /// Columns [M0, M1) of DW [O, I] += DY X^T and DB [O] += DY's row sums,
@@ -311,8 +300,8 @@ weightGradientRange(const float *DY, const float *X, float *DW, float *DB,
     const float *D = DY + Row * Ld + M0, *Xt = X + M0;
     for (int64_t Bl = 0, K0 = 0; Bl != Blocks; ++Bl) {
       int64_t Next = I * (Bl + 1) / Blocks;
-      dotBlocks(D, Xt, DW + Row * I, Bl ? nullptr : DB + Row, K0, Next - K0, Ld,
-                Wd);
+      dotBlocks<MaxBlock>(D, Xt, DW + Row * I, Bl ? nullptr : DB + Row, K0,
+                          Next - K0, Ld, Wd);
       K0 = Next;
     }
   }
