@@ -18,6 +18,7 @@
 #include "FlopCount.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cstring>
 
 namespace dp {
@@ -499,6 +500,7 @@ torch::Tensor PlacetoPolicyImpl::forward(PlacetoActivations &A,
   // that drawing placements works in the second-level cache.
   auto Slot = [Keep](int64_t K) { return Keep ? K : 0; };
   int64_t Slots = Keep ? Hops : std::min<int64_t>(Hops, 1);
+  A.Kept = Keep;
 
   A.Self.resize(Size);
   product(weightsOf(NodeTransform), biasOf(NodeTransform), A.Input.data(),
@@ -571,6 +573,7 @@ void PlacetoPolicyImpl::backward(const PlacetoActivations &A,
                                  const UnitGraph &G) {
   const int64_t N = A.States, U = G.NumUnits, Cols = U * N, H = Width;
   const int64_t Ld = A.Stride, Size = H * Ld;
+  assert(A.Kept && "backward() after a forward pass that kept nothing");
   TrainingFlops Training;
   FusedFlops Flops(countBackwardFlops(N, G));
   auto Weight = [](torch::nn::Linear &L) { return gradientOf(L->weight); };

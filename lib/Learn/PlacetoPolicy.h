@@ -77,6 +77,8 @@ struct UnitGraph {
 /// alone is [channels, N].
 struct PlacetoActivations {
   int64_t States = 0, Stride = 0;
+  /// Whether the last forward pass kept every hop (backward() needs it).
+  bool Kept = false;
   std::vector<float> Input; ///< [In, U x N]
   std::vector<float> Pools; ///< [3, U, N]
   std::vector<int64_t> Current;
