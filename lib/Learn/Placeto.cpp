@@ -82,8 +82,7 @@ public:
                 double MemoryPenalty)
       : T(T), Graph(T), Policy(Policy), Search(S), Intermediate(Intermediate),
         Reward(Reward), MemoryPenalty(MemoryPenalty), U(T.NumUnits),
-        D(T.NumDevices), In(T.NumFeatures + D + 2), Hidden(Hidden),
-        Initial(U, 0), StepOf(U, 0) {
+        D(T.NumDevices), Hidden(Hidden), Initial(U, 0), StepOf(U, 0) {
     for (size_t I = 0; I != T.Order.size(); ++I)
       StepOf[T.Order[I]] = I;
   }
@@ -141,7 +140,7 @@ private:
   bool Intermediate;
   RewardKind Reward;
   double MemoryPenalty;
-  int64_t U, D, In, Hidden;
+  int64_t U, D, Hidden;
   std::vector<uint32_t> Initial;
   double InitialReward = 0;
   /// Of the last episodes, step-major: the device chosen and the reward

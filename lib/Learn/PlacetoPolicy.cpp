@@ -145,16 +145,19 @@ const float *biasOf(const torch::nn::Linear &L) {
 }
 
 /// Eight floats, one AVX register where the clone has AVX (GCC's and
-/// Clang's vector extension: portable, and kept in registers).
-typedef float Vec8 __attribute__((vector_size(32)));
+/// Clang's vector extension: portable, and kept in registers). Aligned as
+/// a float and aliasing floats, so that at8() reads and writes any eight
+/// floats in place. No function takes or returns one by value: without
+/// AVX (the default clone) that would change the calling convention,
+/// which Clang refuses.
+typedef float Vec8 __attribute__((vector_size(32), aligned(4), __may_alias__));
 
-__attribute__((always_inline)) inline Vec8 load8(const float *P) {
-  Vec8 V;
-  std::memcpy(&V, P, sizeof(V));
-  return V;
+/// The eight floats at \p P, as a vector.
+__attribute__((always_inline)) inline const Vec8 &at8(const float *P) {
+  return *reinterpret_cast<const Vec8 *>(P);
 }
-__attribute__((always_inline)) inline void store8(float *P, Vec8 V) {
-  std::memcpy(P, &V, sizeof(V));
+__attribute__((always_inline)) inline Vec8 &at8(float *P) {
+  return *reinterpret_cast<Vec8 *>(P);
 }
 
 /// What product() does with A X + B besides storing it.
@@ -182,22 +185,21 @@ productTile(Matrix A, const float *B, const float *X, float *Y, int64_t O,
     Vec8 Acc[Regs];
     Vec8 Init = Vec8{} + (B ? B[Row] : 0.0f);
     for (int64_t R = 0; R != Regs; ++R)
-      Acc[R] = Accumulate ? load8(Yr + 8 * R) + Init : Init;
+      Acc[R] = Accumulate ? at8(Yr + 8 * R) + Init : Init;
     for (int64_t K = 0; K != I; ++K) {
       Vec8 C = Vec8{} + A.W[Row * A.RowStride + K * A.ColStride];
       const float *Xk = X + K * Ld + M0;
       for (int64_t R = 0; R != Regs; ++R)
-        Acc[R] += C * load8(Xk + 8 * R);
+        Acc[R] += C * at8(Xk + 8 * R);
     }
     for (int64_t R = 0; R != Regs; ++R) {
       Vec8 V = Acc[R];
       if (Relu)
         V = V > 0 ? V : Vec8{};
-      store8(Yr + 8 * R, V);
+      at8(Yr + 8 * R) = V;
       if (Gated) {
         int64_t At = Row * Ld + M0 + 8 * R;
-        store8(E.Gated + At,
-               load8(E.Base + At) + load8(E.Has + M0 + 8 * R) * V);
+        at8(E.Gated + At) = at8(E.Base + At) + at8(E.Has + M0 + 8 * R) * V;
       }
     }
   }
@@ -251,11 +253,11 @@ dotBlock(const float *D, const float *X, float *DW, float *DB, int64_t K0,
     Acc[K] = Vec8{};
   int64_t L = 0;
   for (; L + 8 <= Width; L += 8) {
-    Vec8 Dv = load8(D + L);
+    Vec8 Dv = at8(D + L);
     if (DB)
       Bias += Dv;
     for (int64_t K = 0; K != Block; ++K)
-      Acc[K] += Dv * load8(X + (K0 + K) * Ld + L);
+      Acc[K] += Dv * at8(X + (K0 + K) * Ld + L);
   }
   for (int64_t K = 0; K != Block; ++K) {
     float Sum = 0;
@@ -343,10 +345,10 @@ DP_CLONES void aggregate(const uint32_t *Begin, const uint32_t *Items,
       for (; L + 8 <= N; L += 8) {
         Vec8 Acc = Vec8{};
         for (uint32_t E = Begin[V]; E != Begin[V + 1]; ++E)
-          Acc += load8(Mc + Items[E] * N + L);
+          Acc += at8(Mc + Items[E] * N + L);
         if (Relu)
-          Acc = load8(Relu + At + L) > 0 ? Acc : Vec8{};
-        store8(S + At + L, Acc);
+          Acc = at8(Relu + At + L) > 0 ? Acc : Vec8{};
+        at8(S + At + L) = Acc;
       }
       for (; L < N; ++L) {
         float Acc = 0;
@@ -371,10 +373,10 @@ DP_CLONES void poolStates(const float *Mask, const float *F, float *Sum,
       int64_t V = 0;
       for (; V + 4 <= U; V += 4)
         for (int64_t I = 0; I != 4; ++I)
-          Acc[I] += load8(Mask + (V + I) * N + L) * load8(Fc + (V + I) * N + L);
+          Acc[I] += at8(Mask + (V + I) * N + L) * at8(Fc + (V + I) * N + L);
       for (; V != U; ++V)
-        Acc[0] += load8(Mask + V * N + L) * load8(Fc + V * N + L);
-      store8(Sum + Ch * N + L, (Acc[0] + Acc[1]) + (Acc[2] + Acc[3]));
+        Acc[0] += at8(Mask + V * N + L) * at8(Fc + V * N + L);
+      at8(Sum + Ch * N + L) = (Acc[0] + Acc[1]) + (Acc[2] + Acc[3]);
     }
     for (; L < N; ++L) {
       float Acc = 0;
@@ -394,8 +396,8 @@ DP_CLONES void poolGradient(const float *Mask, const float *F,
     for (int64_t V = 0; V != U; ++V) {
       int64_t At = Ch * Ld + V * N, L = 0;
       for (; L + 8 <= N; L += 8) {
-        Vec8 D = load8(Mask + V * N + L) * load8(DSum + Ch * N + L);
-        store8(DF + At + L, load8(F + At + L) > 0 ? D : Vec8{});
+        Vec8 D = at8(Mask + V * N + L) * at8(DSum + Ch * N + L);
+        at8(DF + At + L) = at8(F + At + L) > 0 ? D : Vec8{};
       }
       for (; L < N; ++L)
         DF[At + L] = F[At + L] > 0 ? Mask[V * N + L] * DSum[Ch * N + L] : 0;
