@@ -180,14 +180,7 @@ void BM_Placeto(benchmark::State &State) {
   torch::Tensor Current = torch::randint(0, Units, {N}, torch::kLong);
   torch::Tensor Actions = torch::randint(0, Devices, {N, 1}, torch::kLong);
   PlacetoActivations A;
-  Net->prepare(A, N, G);
-  for (int64_t K = 0; K != PlacetoIn; ++K)
-    std::copy(X[K].data_ptr<float>(), X[K].data_ptr<float>() + Units * N,
-              &A.Input[K * A.Stride]);
-  std::copy(Pools.data_ptr<float>(), Pools.data_ptr<float>() + Pools.numel(),
-            A.Pools.begin());
-  std::copy(Current.data_ptr<int64_t>(), Current.data_ptr<int64_t>() + N,
-            A.Current.begin());
+  Net->prepare(A, X, Pools, Current, G);
   torch::Tensor XOps = X.permute({1, 2, 0}).contiguous();
   torch::Tensor PoolsOps = Pools.permute({0, 2, 1}).contiguous();
   bool Update = State.range(1);

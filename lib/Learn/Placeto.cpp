@@ -181,11 +181,12 @@ bool PlacetoSearch::runEpisodes(int64_t NewBatch, std::mt19937_64 &Rng,
   std::vector<std::vector<uint32_t>> P(Batch, Initial);
   std::vector<double> Last(Batch, InitialReward);
   std::vector<bool> Scored(Batch, false);
+  // Every step's states overwrite the inputs of the step before.
   PlacetoActivations &A = Activations;
+  Policy->prepare(A, Batch, Graph);
   std::vector<float> Rows(3 * size_t(U));
   for (size_t Step = 0; Step != Steps; ++Step) {
     uint32_t Current = T.Order[Step];
-    Policy->prepare(A, Batch, Graph);
     Graph.getPools(Current, Rows.data());
     for (int64_t B = 0; B != Batch; ++B) {
       writeState(A.Input.data(), A.Stride, Batch, B, P[B], Step);

@@ -493,6 +493,23 @@ void PlacetoPolicyImpl::prepare(PlacetoActivations &A, int64_t N,
   }
 }
 
+void PlacetoPolicyImpl::prepare(PlacetoActivations &A, const torch::Tensor &X,
+                                const torch::Tensor &Pools,
+                                const torch::Tensor &Current,
+                                const UnitGraph &G) const {
+  int64_t N = Current.size(0), Cols = int64_t(G.NumUnits) * N;
+  prepare(A, N, G);
+  torch::Tensor Xc = X.contiguous(), Pc = Pools.contiguous(),
+                Cc = Current.contiguous();
+  for (int64_t K = 0; K != In; ++K)
+    std::copy(Xc[K].data_ptr<float>(), Xc[K].data_ptr<float>() + Cols,
+              &A.Input[K * A.Stride]);
+  std::copy(Pc.data_ptr<float>(), Pc.data_ptr<float>() + 3 * Cols,
+            A.Pools.begin());
+  std::copy(Cc.data_ptr<int64_t>(), Cc.data_ptr<int64_t>() + N,
+            A.Current.begin());
+}
+
 torch::Tensor PlacetoPolicyImpl::forward(PlacetoActivations &A,
                                          const UnitGraph &G, bool Keep) {
   const int64_t N = A.States, U = G.NumUnits, Cols = U * N, H = Width;

@@ -106,6 +106,11 @@ public:
   /// Input [In, U, N] their unit features, Pools [3, U, N] the pooling
   /// masks of the unit each decides, Current [N] that unit.
   void prepare(PlacetoActivations &A, int64_t N, const UnitGraph &G) const;
+  /// prepare(), then fills \p A from tensors: \p X [In, U, N], \p Pools
+  /// [3, U, N], \p Current [N] (for tests and benchmarks).
+  void prepare(PlacetoActivations &A, const torch::Tensor &X,
+               const torch::Tensor &Pools, const torch::Tensor &Current,
+               const UnitGraph &G) const;
 
   /// The device logits [N, D] of the states \p A was prepared for, keeping
   /// in \p A what the backward pass needs (without \p Keep, \p A holds

@@ -55,15 +55,7 @@ Inputs makeInputs(int64_t U, int64_t N) {
 /// The fused forward pass's logits for \p I, prepared into \p A.
 torch::Tensor runFused(PlacetoPolicy &Net, const UnitGraph &G,
                        PlacetoActivations &A, const Inputs &I, bool Keep) {
-  int64_t U = G.NumUnits, N = I.Current.size(0);
-  Net->prepare(A, N, G);
-  for (int64_t K = 0; K != In; ++K)
-    std::copy(I.X[K].data_ptr<float>(), I.X[K].data_ptr<float>() + U * N,
-              &A.Input[K * A.Stride]);
-  std::copy(I.Pools.data_ptr<float>(),
-            I.Pools.data_ptr<float>() + I.Pools.numel(), A.Pools.begin());
-  std::copy(I.Current.data_ptr<int64_t>(), I.Current.data_ptr<int64_t>() + N,
-            A.Current.begin());
+  Net->prepare(A, I.X, I.Pools, I.Current, G);
   return Net->forward(A, G, Keep);
 }
 
