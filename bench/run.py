@@ -35,7 +35,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from dpbench import RESULTS, ROOT  # noqa: E402
 from dpbench import charts, generalize, papers, speed, tables  # noqa: E402
-from dpbench.models import PRESETS, VARIANTS  # noqa: E402
+from dpbench.models import (  # noqa: E402
+    CLUSTERS, LEARNED, PRESETS, VARIANTS, budget_label)
 from dpbench.results import (  # noqa: E402
     QUALITY_CSV, cells, headline, quality_key, read_csv, record_run)
 from dpbench.runner import (  # noqa: E402
@@ -107,6 +108,11 @@ def config(args):
     return cfg
 
 
+def budget_labels(cfg):
+    """Each learned placer's budget label in this preset."""
+    return {v: budget_label(v, cfg) for v in VARIANTS if v in LEARNED}
+
+
 def run_part(part, tools, prep, cfg, docs, command, workdir, rows):
     """Runs one part; returns the quality rows, which `placement`
     replaces."""
@@ -117,11 +123,13 @@ def run_part(part, tools, prep, cfg, docs, command, workdir, rows):
     elif part == "tables":
         if docs:
             tables.doc_quality(rows, command)
-            papers.doc_papers(rows, command)
+            papers.doc_papers(rows, command, tools.gpu_memory(CLUSTERS),
+                              budget_labels(cfg))
             charts.part_curves(command)
     elif part == "papers":
         if docs:
-            papers.doc_papers(rows, command)
+            papers.doc_papers(rows, command, tools.gpu_memory(CLUSTERS),
+                              budget_labels(cfg))
     elif part == "curves":
         if docs:
             charts.part_curves(command)

@@ -12,6 +12,7 @@ import tempfile
 import time
 
 from dpbench import ROOT
+from dpbench.explain import gpu_memory_gib
 from dpbench.models import LEARNED, VARIANTS, budget, budget_label, \
     cluster_arg, colocation
 from dpbench.results import QUALITY_CSV, QUALITY_FIELDS, curve_file, \
@@ -80,6 +81,18 @@ class Tools:
             if section and line.strip():
                 names.append(line.split()[0].split("{")[0])
         return names
+
+
+    def gpu_memory(self, clusters):
+        """cluster -> a GPU's memory in GiB, from -print-cluster."""
+        out = {}
+        for cl in clusters:
+            r = run([self.dp_opt, "-print-cluster",
+                     "-cluster=" + cluster_arg(cl)])
+            gib = gpu_memory_gib(r.stdout) if r.returncode == 0 else None
+            if gib:
+                out[cl] = gib
+        return out
 
 
 class Prepared:

@@ -36,7 +36,8 @@ def replace_section(name, body):
 def reorder_sections():
     """Puts the bench sections of docs/results.md in SECTION_ORDER after
     everything else, whichever run created them first, and the sections of
-    bench/placement.py after them."""
+    bench/placement.py after them. Text written by hand after a section's
+    END (up to the next BEGIN) moves with that section."""
     if not os.path.exists(DOCS):
         return
     text = open(DOCS).read()
@@ -48,7 +49,9 @@ def reorder_sections():
         end = "<!-- END %s -->\n" % name
         if begin in text and end in text:
             i, j = text.index(begin), text.index(end) + len(end)
-            blocks[name] = text[i:j]
+            k = text.find("<!-- BEGIN ", j)
+            j = len(text) if k < 0 else k
+            blocks[name] = text[i:j].rstrip() + "\n"
             text = text[:i] + text[j:]
     text = re.sub(r"\n{3,}", "\n\n", text).rstrip() + "\n"
     for name in names:
