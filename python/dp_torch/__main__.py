@@ -304,18 +304,22 @@ def run_single(args):
                               input_grads=not args.no_input_grads)
         else:
             with torch.no_grad():
-                module.run(feeds)
+                module.run(feeds, free=True)
             loss = None
         return loss
 
     if args.outputs or args.train:
-        # The first step's outputs, before any update.
+        # The first step's outputs, before any update; only the outputs
+        # stay, and only when they are to be written, so that the timed
+        # steps' peak memory is theirs alone.
         with torch.no_grad():
-            env = module.run(feeds)
-        first["outputs"] = {n: env[n] for n in graph.outputs}
+            outs = module.run(feeds, free=True)
         if args.train:
             first["loss"] = float(loss_of(
-                [env[n] for n in graph.outputs], graph.outputs, graph))
+                [outs[n] for n in graph.outputs], graph.outputs, graph))
+        if args.outputs:
+            first["outputs"] = {n: outs[n] for n in graph.outputs}
+        del outs
     for _ in range(args.warmup):
         step()
     for d in devices:

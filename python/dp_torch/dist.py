@@ -400,12 +400,12 @@ class DistRunner:
                     leaves[t] = v
             local[t] = v
         where = {t: seg.device for t in local}
+        # Only what other segments, the loss and the backward pass read
+        # stays; autograd keeps the rest that the backward pass needs.
         out_env = self.module.run({}, nodes=seg.nodes, env=local,
-                                  where=where)
-        for node in seg.nodes:
-            for t in node.outputs:
-                if t:
-                    env[t] = out_env[t]
+                                  where=where, free=True, keep=seg.outputs)
+        for t in seg.outputs:
+            env[t] = out_env[t]
         return leaves
 
     def _grad_from(self, t, dst):

@@ -175,7 +175,7 @@ class PlacedModule(torch.nn.Module):
         return self.graph.sources[name].device
 
     def forward(self, *args, **kwargs):
-        env = self.run(self.bind_inputs(args, kwargs))
+        env = self.run(self.bind_inputs(args, kwargs), free=True)
         outs = tuple(env[n] for n in self.graph.outputs)
         return outs[0] if len(outs) == 1 else outs
 
@@ -200,14 +200,36 @@ class PlacedModule(torch.nn.Module):
             out[n] = t
         return out
 
-    def run(self, feeds, nodes=None, env=None, where=None):
+    def last_reads(self, nodes=None):
+        """Tensor name -> the index in `nodes` (default: graph.nodes) of
+        the last node that reads it, or that makes it when no node reads
+        it."""
+        if nodes is None and getattr(self, "_last_reads", None) is not None:
+            return self._last_reads
+        last = {}
+        for i, node in enumerate(nodes if nodes is not None
+                                 else self.graph.nodes):
+            for name in list(node.inputs) + list(node.outputs):
+                if name:
+                    last[name] = i
+        if nodes is None:
+            self._last_reads = last
+        return last
+
+    def run(self, feeds, nodes=None, env=None, where=None, free=False,
+            keep=()):
         """Runs `nodes` (default: all) and returns the tensor environment.
 
         `where` maps a tensor name to the dp device that holds it; copies
         to other devices are made once per device and counted in
-        `sent_bytes`.
+        `sent_bytes`. With `free`, a tensor made or read here leaves the
+        environment after its last reader among `nodes`, as an executor
+        frees it, unless it is a graph output or in `keep`: autograd keeps
+        what the backward pass needs, and nothing else stays.
         """
         graph = self.graph
+        last = self.last_reads(nodes) if free else {}
+        keep = set(graph.outputs) | set(keep)
         if env is None:
             env = {}
             where = {}
@@ -223,7 +245,8 @@ class PlacedModule(torch.nn.Module):
                 where[name] = graph.sources[name].device
             self.sent_bytes = {}
         copies = {}
-        for node in nodes if nodes is not None else graph.nodes:
+        for i, node in enumerate(nodes if nodes is not None
+                                 else graph.nodes):
             dev = self.torch_devices[node.device]
             args = []
             for name in node.inputs:
@@ -247,10 +270,18 @@ class PlacedModule(torch.nn.Module):
                     t = c
                 args.append(t)
             outs = self.run_node(node, args)
+            del args
             for name, t in zip(node.outputs, outs):
                 if name:
                     env[name] = t
                     where[name] = node.device
+            del outs
+            for name in list(node.inputs) + list(node.outputs):
+                if name and last.get(name) == i and name not in keep and \
+                        name not in graph.sources:
+                    env.pop(name, None)
+                    for d in self.graph.devices:
+                        copies.pop((name, d), None)
         return env
 
     def run_node(self, node, args):
@@ -433,8 +464,9 @@ def train_step(module, feeds, optimizer, input_grads=True):
         feeds = {n: (t.detach().requires_grad_(True)
                      if t.is_floating_point() else t)
                  for n, t in feeds.items()}
-    env = module.run(feeds)
+    env = module.run(feeds, free=True)
     outs = [env[n] for n in module.graph.outputs]
+    del env
     ctx = (torch.profiler.record_function("loss") if module.profile_names
            else contextlib.nullcontext())
     with ctx:
