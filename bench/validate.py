@@ -363,7 +363,10 @@ def section(rows, cluster, command):
         "runtime's measure on a CPU, the resident set's high-water mark "
         "over the timed steps above the rank's resident set before its "
         "weights were made (torch keeps no CPU allocator statistics; this "
-        "figure includes what the allocator keeps of freed blocks).")
+        "figure includes what the allocator keeps of freed blocks). The "
+        "runtime drops each tensor after its last reader (docs/runtime.md); "
+        "runs before 2026-11-27 kept the forward pass's tensors to the end "
+        "of the step and measured up to twice the step's memory.")
     lines.append("")
     lines.append("| model | step | placer | simulated MiB | measured MiB | "
                  "err |")
