@@ -143,3 +143,11 @@ def test_profile_names_forward_and_backward(tmp_path, two_cpus):
             or "/features/features.0/Conv/grad\"" in l]
     assert len(conv) == 2, out[:2000]
     assert all('cost_source = "profile"' in l for l in conv), conv
+    # The three profiled steps (each a profiler session of its own) follow
+    # one another in the trace's time.
+    with open(tmp_path / "trace.json") as f:
+        events = json.load(f)
+    losses = sorted((e["ts"], e["ts"] + e["dur"]) for e in events
+                    if e.get("name") == "loss" and e.get("ph") == "X")
+    assert len(losses) == 3, losses
+    assert all(a[1] <= b[0] for a, b in zip(losses, losses[1:])), losses
