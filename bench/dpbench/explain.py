@@ -87,8 +87,9 @@ def updates(name, cell, paper_samples):
         per, how = UPDATE_EVERY[name], "%d placements" % UPDATE_EVERY[name]
     else:
         return None
-    s = "`%s` made %d policy updates in its %d placements (one per %s)" % (
-        name, int(budget // per), budget, how)
+    n = int(budget // per)
+    s = "`%s` made %d policy update%s in its %d placements (one per %s)" % (
+        name, n, "" if n == 1 else "s", budget, how)
     if paper_samples:
         s += "; the paper's found its best after %d" % paper_samples
     return s
