@@ -201,7 +201,7 @@ def place_once(tools, prep, model, cluster, variant, seed, cfg, workdir,
 
 def part_placement(tools, prep, cfg, workdir):
     """Every placer variant x model x cluster x seed of cfg, merged into
-    quality.csv; returns all its rows."""
+    quality.csv as each run ends; returns all its rows."""
     rows = []
     for cluster in cfg["clusters"]:
         for model in cfg["models"]:
@@ -218,6 +218,11 @@ def part_placement(tools, prep, cfg, workdir):
                     r = place_once(tools, prep, model, cluster, variant,
                                    seed, cfg, workdir, curve_path)
                     rows.append(r)
+                    # Each run's row as soon as it ends: an invocation
+                    # stopped early keeps the runs it finished.
+                    write_csv(QUALITY_CSV, merge_rows(
+                        read_csv(QUALITY_CSV), [r], quality_key),
+                        QUALITY_FIELDS)
                     log("%-12s %-8s %-12s seed %d  %s" % (
                         model, cluster, variant, seed,
                         "error: " + r["error"] if "error" in r else
