@@ -124,7 +124,7 @@ def other_budgets(allst, model, cluster, pair, paper):
             out.append("at %d placements (`%s`, %d seeds) `%s` gives %s "
                        "ms, and the paper's ordering %s" % (
                            budget_rank(b), b, d["ok"], v, ms(d["step"]),
-                           "then holds" if holds else "still does not"))
+                           "then holds" if holds else "still does not hold"))
     return out
 
 
