@@ -108,9 +108,10 @@ def config(args):
     return cfg
 
 
-def budget_labels(cfg):
-    """Each learned placer's budget label in this preset."""
-    return {v: budget_label(v, cfg) for v in VARIANTS if v in LEARNED}
+def doc_papers(rows, command, tools, cfg):
+    """The papers section, each learned placer at this preset's budget."""
+    papers.doc_papers(rows, command, tools.gpu_memory(CLUSTERS),
+                      {v: budget_label(v, cfg) for v in LEARNED})
 
 
 def run_part(part, tools, prep, cfg, docs, command, workdir, rows):
@@ -123,13 +124,11 @@ def run_part(part, tools, prep, cfg, docs, command, workdir, rows):
     elif part == "tables":
         if docs:
             tables.doc_quality(rows, command)
-            papers.doc_papers(rows, command, tools.gpu_memory(CLUSTERS),
-                              budget_labels(cfg))
+            doc_papers(rows, command, tools, cfg)
             charts.part_curves(command)
     elif part == "papers":
         if docs:
-            papers.doc_papers(rows, command, tools.gpu_memory(CLUSTERS),
-                              budget_labels(cfg))
+            doc_papers(rows, command, tools, cfg)
     elif part == "curves":
         if docs:
             charts.part_curves(command)
