@@ -6,6 +6,9 @@
 
 #include "AdditiveScores.h"
 
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallVector.h"
+
 #include <cassert>
 #include <iterator>
 
@@ -78,10 +81,12 @@ DP_PORTABLE_CLONES void scoresBackwardPortable(const float *K, const float *Q,
 #define DP_AVX512 __attribute__((target("avx512f")))
 
 // GCC 12 warns that the placeholder operand of AVX-512 intrinsics
-// (_mm512_undefined_ps(), initialized from itself by design) may be used
-// uninitialized once they are inlined; it is never read.
+// (_mm512_undefined_ps() and the like, initialized from themselves by
+// design) is or may be used uninitialized once they are inlined; it is
+// never read.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 
 /// Independent tanh chains advanced together, a step of each at a time:
 /// one tanh of 16 lanes is ~25 dependent operations (~65 cycles), and the
@@ -205,12 +210,195 @@ DP_AVX512 void scoresBackwardAvx512(const float *K, const float *Q,
   }
 }
 
+/// Cody and Waite's ln 2 in two parts (the first exact in 9 bits), so
+/// that n ln 2 subtracts exactly for |n| < 2^15.
+constexpr float Ln2Hi = 0.693359375f, Ln2Lo = -2.12194440e-4f;
+constexpr float Log2E = 1.44269504088896341f;
+
+/// e^x on 16 lanes for |x| <= 2 ScoreKeys::ExpRange: x = n ln 2 + u with
+/// |u| <= ln 2 / 2, e^u by its Taylor polynomial of degree 7 (remainder <
+/// 6e-9), scaled by 2^n: within 2 ulp.
+DP_AVX512 inline __m512 exp16(__m512 X) {
+  __m512 N = _mm512_roundscale_ps(_mm512_mul_ps(X, _mm512_set1_ps(Log2E)),
+                                  _MM_FROUND_TO_NEAREST_INT |
+                                      _MM_FROUND_NO_EXC);
+  __m512 U = _mm512_fnmadd_ps(N, _mm512_set1_ps(Ln2Hi), X);
+  U = _mm512_fnmadd_ps(N, _mm512_set1_ps(Ln2Lo), U);
+  __m512 P = _mm512_set1_ps(1.0f / 5040);
+  for (float C : {1.0f / 720, 1.0f / 120, 1.0f / 24, 1.0f / 6, 1.0f / 2, 1.0f,
+                  1.0f})
+    P = _mm512_fmadd_ps(P, U, _mm512_set1_ps(C));
+  return _mm512_scalef_ps(P, N);
+}
+
+/// e^{-2x} of \p Count floats (masked tail).
+DP_AVX512 void expMinusTwo(const float *X, float *Y, int64_t Count) {
+  for (int64_t L = 0; L < Count; L += 16) {
+    __mmask16 M = laneMask(L, Count);
+    _mm512_mask_storeu_ps(
+        Y + L, M,
+        exp16(_mm512_mul_ps(_mm512_maskz_loadu_ps(M, X + L),
+                            _mm512_set1_ps(-2.0f))));
+  }
+}
+
+/// Whether every |x| of \p Count floats is at most ScoreKeys::ExpRange.
+DP_AVX512 bool inExpRange(const float *X, int64_t Count) {
+  __m512 Max = _mm512_setzero_ps();
+  for (int64_t L = 0; L < Count; L += 16)
+    Max = _mm512_max_ps(
+        Max, _mm512_abs_ps(_mm512_maskz_loadu_ps(laneMask(L, Count), X + L)));
+  // A NaN fails the comparison and so the range.
+  return _mm512_reduce_max_ps(Max) <= ScoreKeys::ExpRange;
+}
+
+/// r = 1 / (1 + e^{-2k} e^{-2q}) from the two exponentials, so that
+/// tanh(k + q) = 2r - 1: the reciprocal estimate refined by one Newton
+/// step.
+DP_AVX512 inline __m512 halfPlusHalfTanh(__m512 ExpK, __m512 ExpQ) {
+  const __m512 One = _mm512_set1_ps(1.0f);
+  __m512 Den = _mm512_fmadd_ps(ExpK, ExpQ, One);
+  __m512 R = _mm512_rcp14_ps(Den);
+  return _mm512_fmadd_ps(R, _mm512_fnmadd_ps(Den, R, One), R);
+}
+
+/// The product form's queries that share their keys are scored together,
+/// up to this many at a time: each key's exponentials are loaded once for
+/// all of them, and their chains add to the four keys' independent work.
+constexpr int MaxGroup = 4;
+
+/// The scores of G queries (their e^{-2q} rows EQ[g], [H] each; their
+/// scores S[g], [Ls] each) by the product form: v . tanh = 2 (v . r) -
+/// sum(v).
+template <int G>
+DP_AVX512 void scoresProduct(const float *EK, const float *const *EQ,
+                             const float *V, float *const *S, int64_t Ls,
+                             int64_t H) {
+  __m512 SumV = _mm512_setzero_ps();
+  for (int64_t L = 0; L < H; L += 16)
+    SumV = _mm512_add_ps(SumV, _mm512_maskz_loadu_ps(laneMask(L, H), V + L));
+  float SumVs = _mm512_reduce_add_ps(SumV);
+  for (int64_t J = 0; J < Ls; J += Chains) {
+    const float *Kj[Chains];
+    for (int C = 0; C != Chains; ++C)
+      Kj[C] = EK + std::min(J + C, Ls - 1) * H;
+    __m512 Acc[G][Chains];
+    for (int Q = 0; Q != G; ++Q)
+      for (int C = 0; C != Chains; ++C)
+        Acc[Q][C] = _mm512_setzero_ps();
+    for (int64_t L = 0; L < H; L += 16) {
+      __mmask16 M = laneMask(L, H);
+      __m512 Vv = _mm512_maskz_loadu_ps(M, V + L);
+      __m512 Ek[Chains];
+      for (int C = 0; C != Chains; ++C)
+        Ek[C] = _mm512_maskz_loadu_ps(M, Kj[C] + L);
+      for (int Q = 0; Q != G; ++Q) {
+        __m512 Qv = _mm512_maskz_loadu_ps(M, EQ[Q] + L);
+        for (int C = 0; C != Chains; ++C)
+          Acc[Q][C] =
+              _mm512_fmadd_ps(Vv, halfPlusHalfTanh(Ek[C], Qv), Acc[Q][C]);
+      }
+    }
+    for (int Q = 0; Q != G; ++Q)
+      for (int C = 0; C != Chains && J + C < Ls; ++C)
+        S[Q][J + C] = 2 * _mm512_reduce_add_ps(Acc[Q][C]) - SumVs;
+  }
+}
+
+/// The backward pass of G queries sharing their keys by the product form
+/// (DS[g] and DQ[g] their rows): with r as above, dtanh = 1 - tanh^2 =
+/// 4 r (1 - r), so with w = r - r^2 the key j gains 4v sum_g ds_gj w_gj,
+/// the query g gets 4v sum_j ds_gj w_gj, and v gains 2 sum_j ds_gj r_gj -
+/// sum_j ds_gj; the products with 4v are taken once per key and query.
+template <int G>
+DP_AVX512 void scoresBackwardProduct(const float *EK, const float *const *EQ,
+                                     const float *V, const float *const *DS,
+                                     float *DV, float *DK, float *const *DQ,
+                                     int64_t Ls, int64_t H) {
+  float SumD[G];
+  for (int Q = 0; Q != G; ++Q) {
+    SumD[Q] = 0;
+    for (int64_t J = 0; J != Ls; ++J)
+      SumD[Q] += DS[Q][J];
+  }
+  for (int64_t L = 0; L < H; L += 16) {
+    __mmask16 M = laneMask(L, H);
+    __m512 V4 =
+        _mm512_mul_ps(_mm512_maskz_loadu_ps(M, V + L), _mm512_set1_ps(4.0f));
+    __m512 Qv[G], DR[G], DQw[G];
+    for (int Q = 0; Q != G; ++Q) {
+      Qv[Q] = _mm512_maskz_loadu_ps(M, EQ[Q] + L);
+      DR[Q] = DQw[Q] = _mm512_setzero_ps();
+    }
+    for (int64_t J = 0; J < Ls; J += Chains) {
+      // Past the last key, a chain repeats it with a gradient of 0.
+      __m512 Ek[Chains], Acc[Chains];
+      for (int C = 0; C != Chains; ++C) {
+        Ek[C] = _mm512_maskz_loadu_ps(M, EK + std::min(J + C, Ls - 1) * H + L);
+        Acc[C] = _mm512_setzero_ps();
+      }
+      for (int Q = 0; Q != G; ++Q)
+        for (int C = 0; C != Chains; ++C) {
+          __m512 D =
+              _mm512_set1_ps(J + C < Ls ? DS[Q][std::min(J + C, Ls - 1)] : 0);
+          __m512 R = halfPlusHalfTanh(Ek[C], Qv[Q]);
+          __m512 W = _mm512_fnmadd_ps(R, R, R);
+          Acc[C] = _mm512_fmadd_ps(D, W, Acc[C]);
+          DQw[Q] = _mm512_fmadd_ps(D, W, DQw[Q]);
+          DR[Q] = _mm512_fmadd_ps(D, R, DR[Q]);
+        }
+      for (int C = 0; C != Chains && J + C < Ls; ++C) {
+        float *DKj = DK + (J + C) * H + L;
+        _mm512_mask_storeu_ps(
+            DKj, M, _mm512_fmadd_ps(V4, Acc[C], _mm512_maskz_loadu_ps(M, DKj)));
+      }
+    }
+    __m512 DVv = _mm512_maskz_loadu_ps(M, DV + L);
+    for (int Q = 0; Q != G; ++Q) {
+      DVv = _mm512_add_ps(DVv, _mm512_fmsub_ps(DR[Q], _mm512_set1_ps(2.0f),
+                                               _mm512_set1_ps(SumD[Q])));
+      _mm512_mask_storeu_ps(DQ[Q] + L, M, _mm512_mul_ps(V4, DQw[Q]));
+    }
+    _mm512_mask_storeu_ps(DV + L, M, DVv);
+  }
+}
+
+/// Runs \p F<G>(...) for G = \p Size (1 to MaxGroup).
+template <template <int> class F, typename... Args>
+DP_AVX512 void forGroup(int Size, Args... A) {
+  switch (Size) {
+  case 1:
+    return F<1>::run(A...);
+  case 2:
+    return F<2>::run(A...);
+  case 3:
+    return F<3>::run(A...);
+  default:
+    return F<4>::run(A...);
+  }
+}
+template <int G> struct ScoresGroup {
+  DP_AVX512 static void run(const float *EK, const float *const *EQ,
+                            const float *V, float *const *S, int64_t Ls,
+                            int64_t H) {
+    scoresProduct<G>(EK, EQ, V, S, Ls, H);
+  }
+};
+template <int G> struct BackwardGroup {
+  DP_AVX512 static void run(const float *EK, const float *const *EQ,
+                            const float *V, const float *const *DS, float *DV,
+                            float *DK, float *const *DQ, int64_t Ls,
+                            int64_t H) {
+    scoresBackwardProduct<G>(EK, EQ, V, DS, DV, DK, DQ, Ls, H);
+  }
+};
+
 #pragma GCC diagnostic pop
 
 #endif // DP_VECTOR_SCORES
 
 bool useVector(ScoreKernel Kernel) {
-  return Kernel == ScoreKernel::Best && hasVectorScores();
+  return Kernel != ScoreKernel::Portable && hasVectorScores();
 }
 
 } // namespace
@@ -224,27 +412,132 @@ bool hasVectorScores() {
 #endif
 }
 
+ScoreKeys::ScoreKeys(const float *K, int64_t N, int64_t Ls, int64_t H,
+                     ScoreKernel Kernel)
+    : K(K), N(N), Ls(Ls), H(H), Kernel(Kernel) {
+#if DP_VECTOR_SCORES
+  if (Kernel == ScoreKernel::Best && hasVectorScores() &&
+      inExpRange(K, N * Ls * H)) {
+    Exp.resize(N * Ls * H);
+    expMinusTwo(K, Exp.data(), N * Ls * H);
+  }
+#endif
+}
+
+#if DP_VECTOR_SCORES
+namespace {
+/// The queries of \p Q [B, H] that the product form can take (every one
+/// within ScoreKeys::ExpRange, when \p Keys has its exponentials), their
+/// e^{-2q} rows in \p EQ; the others, for the tanh loop, in \p Rest.
+void splitQueries(const ScoreKeys &Keys, const float *Q, int64_t B,
+                  llvm::SmallVectorImpl<int64_t> &Product,
+                  llvm::SmallVectorImpl<int64_t> &Rest,
+                  llvm::SmallVectorImpl<float> &EQ) {
+  int64_t H = Keys.width();
+  EQ.resize(B * H);
+  for (int64_t I = 0; I != B; ++I) {
+    if (Keys.expKeys() && inExpRange(Q + I * H, H)) {
+      expMinusTwo(Q + I * H, EQ.data() + I * H, H);
+      Product.push_back(I);
+    } else {
+      Rest.push_back(I);
+    }
+  }
+}
+
+/// Calls \p Run(First, Count, Set) for the queries \p Product in groups
+/// that share a set of keys: up to MaxGroup at once when every query
+/// reads set 0, else one at a time with its own set.
+template <typename Fn>
+void forEachGroup(llvm::ArrayRef<int64_t> Product, bool Shared, Fn Run) {
+  size_t Step = Shared ? MaxGroup : 1;
+  for (size_t First = 0; First < Product.size(); First += Step) {
+    size_t Count = std::min(Step, Product.size() - First);
+    Run(Product.slice(First, Count), Shared ? 0 : Product[First]);
+  }
+}
+} // namespace
+#endif
+
+void additiveScores(const ScoreKeys &Keys, const float *Q, const float *V,
+                    float *S, int64_t B) {
+  const float *K = Keys.keys();
+  int64_t N = Keys.sets(), Ls = Keys.numKeys(), H = Keys.width();
+  assert((N == 1 || N == B) && "one set of keys, or one per query");
+#if DP_VECTOR_SCORES
+  if (useVector(Keys.kernel())) {
+    llvm::SmallVector<int64_t, 32> Product, Rest;
+    llvm::SmallVector<float, 2560> EQ;
+    splitQueries(Keys, Q, B, Product, Rest, EQ);
+    for (int64_t I : Rest)
+      scoresAvx512(K + (N == 1 ? 0 : I) * Ls * H, Q + I * H, V, S + I * Ls, 1,
+                   1, Ls, H);
+    forEachGroup(Product, N == 1, [&](llvm::ArrayRef<int64_t> Group,
+                                      int64_t Set) {
+      const float *EQs[MaxGroup];
+      float *Ss[MaxGroup];
+      for (size_t G = 0; G != Group.size(); ++G) {
+        EQs[G] = EQ.data() + Group[G] * H;
+        Ss[G] = S + Group[G] * Ls;
+      }
+      forGroup<ScoresGroup>(Group.size(), Keys.expKeys() + Set * Ls * H,
+                            (const float *const *)EQs, V, (float *const *)Ss,
+                            Ls, H);
+    });
+    return;
+  }
+#endif
+  scoresPortable(K, Q, V, S, B, N, Ls, H);
+}
+
+void additiveScoresBackward(const ScoreKeys &Keys, const float *Q,
+                            const float *V, const float *DS, float *DV,
+                            float *DK, float *DQ, int64_t B) {
+  const float *K = Keys.keys();
+  int64_t N = Keys.sets(), Ls = Keys.numKeys(), H = Keys.width();
+  assert((N == 1 || N == B) && "one set of keys, or one per query");
+#if DP_VECTOR_SCORES
+  if (useVector(Keys.kernel())) {
+    llvm::SmallVector<int64_t, 32> Product, Rest;
+    llvm::SmallVector<float, 2560> EQ;
+    splitQueries(Keys, Q, B, Product, Rest, EQ);
+    for (int64_t I : Rest) {
+      int64_t Set = N == 1 ? 0 : I;
+      scoresBackwardAvx512(K + Set * Ls * H, Q + I * H, V, DS + I * Ls, DV,
+                           DK + Set * Ls * H, DQ + I * H, 1, 1, Ls, H);
+    }
+    forEachGroup(Product, N == 1, [&](llvm::ArrayRef<int64_t> Group,
+                                      int64_t Set) {
+      const float *EQs[MaxGroup], *DSs[MaxGroup];
+      float *DQs[MaxGroup];
+      for (size_t G = 0; G != Group.size(); ++G) {
+        EQs[G] = EQ.data() + Group[G] * H;
+        DSs[G] = DS + Group[G] * Ls;
+        DQs[G] = DQ + Group[G] * H;
+      }
+      forGroup<BackwardGroup>(Group.size(), Keys.expKeys() + Set * Ls * H,
+                              (const float *const *)EQs, V,
+                              (const float *const *)DSs, DV,
+                              DK + Set * Ls * H, (float *const *)DQs, Ls, H);
+    });
+    return;
+  }
+#endif
+  scoresBackwardPortable(K, Q, V, DS, DV, DK, DQ, B, N, Ls, H);
+}
+
 void additiveScores(const float *K, const float *Q, const float *V, float *S,
                     int64_t B, int64_t N, int64_t Ls, int64_t H,
                     ScoreKernel Kernel) {
-  assert((N == 1 || N == B) && "one set of keys, or one per query");
-#if DP_VECTOR_SCORES
-  if (useVector(Kernel))
-    return scoresAvx512(K, Q, V, S, B, N, Ls, H);
-#endif
-  scoresPortable(K, Q, V, S, B, N, Ls, H);
+  additiveScores(ScoreKeys(K, N, Ls, H, Kernel), Q, V, S, B);
 }
 
 void additiveScoresBackward(const float *K, const float *Q, const float *V,
                             const float *DS, float *DV, float *DK, float *DQ,
                             int64_t B, int64_t N, int64_t Ls, int64_t H,
                             ScoreKernel Kernel) {
-  assert((N == 1 || N == B) && "one set of keys, or one per query");
-#if DP_VECTOR_SCORES
-  if (useVector(Kernel))
-    return scoresBackwardAvx512(K, Q, V, DS, DV, DK, DQ, B, N, Ls, H);
-#endif
-  scoresBackwardPortable(K, Q, V, DS, DV, DK, DQ, B, N, Ls, H);
+  additiveScoresBackward(ScoreKeys(K, N, Ls, H, Kernel), Q, V, DS, DV, DK, DQ,
+                         B);
 }
 
 } // namespace learn

@@ -10,15 +10,19 @@
 /// decoding step, for every placement drawn and every key of the segment,
 /// forward and (recomputing the tanh) backward: at Mars's shapes it is the
 /// largest share of a learned placer's run (bench/README.md, "Whole placer
-/// runs"). An AVX-512 kernel where the CPU has one: 16 lanes, four keys'
-/// tanh chains advanced together so that the core overlaps their latency,
-/// no divide (a reciprocal estimate refined by one Newton step), masked
-/// tails; 1.5-1.7x the portable loop at Mars's shapes (dp-bench-learn).
-/// Otherwise the portable loop, which the compiler vectorizes (AVX2 where
-/// the CPU has it). Both are tested against libtorch's tanh and autograd.
-/// Their roundings differ, so a search's trajectory on a CPU with AVX-512
-/// differs from one without. Host float32 only. Only lib/Learn and its
-/// tests and benchmarks include this header.
+/// runs"). On a CPU with AVX-512 the keys of a segment are prepared once
+/// (ScoreKeys: e^{-2k} of each), and a step's tanh(k + q) is then
+/// 2 / (1 + e^{-2k} e^{-2q}) - 1, one multiply-add and a reciprocal
+/// estimate refined by one Newton step per element, four keys at a time,
+/// 16 lanes, masked tails (3-4.5x the portable loop at Mars's shapes,
+/// dp-bench-learn). A query or key beyond ScoreKeys::ExpRange takes the
+/// AVX-512 loop that evaluates every tanh (four keys' tanh chains advanced
+/// together so that the core overlaps their latency); a CPU without
+/// AVX-512 the portable loop, which the compiler vectorizes (AVX2 where
+/// the CPU has it). All three are tested against the C library's tanh and
+/// libtorch's autograd. Their roundings differ, so a search's trajectory
+/// on a CPU with AVX-512 differs from one without. Host float32 only. Only
+/// lib/Learn and its tests and benchmarks include this header.
 ///
 //===----------------------------------------------------------------------===//
 
@@ -27,6 +31,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <vector>
 
 namespace dp {
 namespace learn {
@@ -70,22 +75,61 @@ inline float tanhApprox(float X) {
                  (__builtin_bit_cast(uint32_t, X) & 0x80000000u));
 }
 
-/// Which loop computes the scores: the best this CPU has, or the
-/// portable one (for tests and benchmarks that compare the two).
-enum class ScoreKernel { Best, Portable };
+/// Which loop computes the scores: the best this CPU has, the AVX-512
+/// loop that evaluates every tanh (the best one's fallback, kept for tests
+/// and benchmarks), or the portable one.
+enum class ScoreKernel { Best, Tanh, Portable };
 
-/// Whether ScoreKernel::Best is the vector kernel on this CPU.
+/// Whether ScoreKernel::Best is a vector kernel on this CPU.
 bool hasVectorScores();
 
-/// S[b, j] = v . tanh(K[b, j] + Q[b]) for B queries Q [B, H] over keys
-/// K [N, Ls, H] (N = 1: shared by the B queries; else N = B), v [H].
-void additiveScores(const float *K, const float *Q, const float *V, float *S,
-                    int64_t B, int64_t N, int64_t Ls, int64_t H,
-                    ScoreKernel Kernel = ScoreKernel::Best);
+/// Keys K [N, Ls, H] (N = 1: shared by every query; else one set per
+/// query), prepared once for the many steps that score queries against
+/// them. With the best kernel on a CPU with AVX-512 it holds e^{-2k} of
+/// every key, so that a step's tanh(k + q) = 2 / (1 + e^{-2k} e^{-2q}) - 1
+/// is one multiply-add and a refined reciprocal per element, the query's
+/// exponentials taken once per query instead of one per key (within 2.5e-7
+/// like the tanh loop; both exponentials stay within float's normal range
+/// while |k| and |q| are at most ExpRange, beyond which a query falls back
+/// to the tanh loop). Keeps a pointer to K: K must outlive it.
+class ScoreKeys {
+public:
+  static constexpr float ExpRange = 20.0f;
+  ScoreKeys(const float *K, int64_t N, int64_t Ls, int64_t H,
+            ScoreKernel Kernel = ScoreKernel::Best);
+
+  const float *keys() const { return K; }
+  int64_t sets() const { return N; }
+  int64_t numKeys() const { return Ls; }
+  int64_t width() const { return H; }
+  ScoreKernel kernel() const { return Kernel; }
+  /// e^{-2k} of every key; null when the product form is not used (another
+  /// kernel, or a key outside ExpRange).
+  const float *expKeys() const { return Exp.empty() ? nullptr : Exp.data(); }
+
+private:
+  const float *K;
+  int64_t N, Ls, H;
+  ScoreKernel Kernel;
+  std::vector<float> Exp;
+};
+
+/// S[b, j] = v . tanh(K[b, j] + Q[b]) for B queries Q [B, H] over \p K's
+/// keys (B sets of them, or one shared), v [H].
+void additiveScores(const ScoreKeys &K, const float *Q, const float *V,
+                    float *S, int64_t B);
 
 /// additiveScores() backward from the scores' gradients \p DS [B, Ls]:
 /// adds to \p DV [H] and \p DK [N, Ls, H]; sets \p DQ [B, H]. Recomputes
 /// the tanh.
+void additiveScoresBackward(const ScoreKeys &K, const float *Q, const float *V,
+                            const float *DS, float *DV, float *DK, float *DQ,
+                            int64_t B);
+
+/// The same for keys used once (prepared for this call).
+void additiveScores(const float *K, const float *Q, const float *V, float *S,
+                    int64_t B, int64_t N, int64_t Ls, int64_t H,
+                    ScoreKernel Kernel = ScoreKernel::Best);
 void additiveScoresBackward(const float *K, const float *Q, const float *V,
                             const float *DS, float *DV, float *DK, float *DQ,
                             int64_t B, int64_t N, int64_t Ls, int64_t H,

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 namespace dp {
 namespace learn {
@@ -24,10 +25,12 @@ using torch::autograd::variable_list;
 /// A step's constant matrices, laid out once per segment for its B rows
 /// (PackedProduct.h): W_hh^T [H, 4H], W_q^T [H, H] and the memory gates
 /// [Ls, 4H] (shared by the B placements, or one per placement, read by
-/// its one row); in the backward pass their transposes.
+/// its one row); in the backward pass their transposes. With attention,
+/// the keys prepared for scoring (AdditiveScores.h).
 struct PackedWeights {
   PackedMatrix Recurrent, Query;
   std::vector<PackedMatrix> Memory;
+  std::optional<ScoreKeys> Keys;
 };
 
 namespace {
@@ -42,6 +45,8 @@ PackedWeights packWeights(const RecurrenceWeights &W, int64_t B,
   P.Recurrent = Pack(W.RecurrentT, B);
   if (W.hasAttention()) {
     P.Query = Pack(W.QueryT, B);
+    P.Keys.emplace(W.Keys.data_ptr<float>(), W.Keys.size(0), W.Keys.size(1),
+                   W.Keys.size(2));
     if (W.MemoryGates.defined()) {
       int64_t N = W.MemoryGates.size(0);
       for (int64_t I = 0; I != N; ++I)
@@ -79,8 +84,7 @@ void attend(const RecurrenceWeights &W, const PackedWeights &P,
             const StepRows &R, int64_t B, int64_t H) {
   int64_t Ls = W.Keys.size(1);
   P.Query.multiply(R.Q, H, R.Hp, H, /*Accumulate=*/false);
-  additiveScores(W.Keys.data_ptr<float>(), R.Q, W.Score.data_ptr<float>(), R.A,
-                 B, W.Keys.size(0), Ls, H);
+  additiveScores(*P.Keys, R.Q, W.Score.data_ptr<float>(), R.A, B);
   float *S = R.A;
   for (int64_t I = 0; I != B; ++I, S += Ls) {
     float Max = *std::max_element(S, S + Ls), Sum = 0;
@@ -296,10 +300,10 @@ variable_list RecurrenceFunction::backward(AutogradContext *Ctx,
           Dap[J * Ls + K] = Ap[J * Ls + K] * (Dap[J * Ls + K] - Dot);
       }
       float *DQp = DQs.data_ptr<float>() + I * Rows;
-      additiveScoresBackward(
-          W.Keys.data_ptr<float>(), Q.data_ptr<float>() + I * Rows,
-          W.Score.data_ptr<float>(), Dap, DScore.data_ptr<float>(),
-          DKeys.data_ptr<float>(), DQp, B, W.Keys.size(0), Ls, Hd);
+      additiveScoresBackward(*P.Keys, Q.data_ptr<float>() + I * Rows,
+                             W.Score.data_ptr<float>(), Dap,
+                             DScore.data_ptr<float>(), DKeys.data_ptr<float>(),
+                             DQp, B);
       P.Query.multiply(DhPrevp, Hd, DQp, Hd, /*Accumulate=*/true);
     }
     std::swap(Dh, DhPrev);

@@ -16,10 +16,19 @@ using namespace dp::learn;
 
 namespace {
 
-const ScoreKernel Kernels[] = {ScoreKernel::Best, ScoreKernel::Portable};
+const ScoreKernel Kernels[] = {ScoreKernel::Best, ScoreKernel::Tanh,
+                               ScoreKernel::Portable};
 
 const char *name(ScoreKernel K) {
-  return K == ScoreKernel::Best ? "best" : "portable";
+  switch (K) {
+  case ScoreKernel::Best:
+    return "best";
+  case ScoreKernel::Tanh:
+    return "tanh";
+  case ScoreKernel::Portable:
+    break;
+  }
+  return "portable";
 }
 
 // Each kernel's tanh against the C library's, one lane at a time (v picks
@@ -52,6 +61,45 @@ TEST(AdditiveScoresTest, TheTanhIsWithinItsBound) {
     }
   }
   EXPECT_LE(std::fabs(tanhApprox(0.3f) - std::tanh(0.3)), 2e-7);
+}
+
+// tanh(k + q) for keys and queries across ScoreKeys::ExpRange and past it
+// (where the best kernel takes the tanh loop: a query past it, or a key
+// set with one key past it), against the C library's tanh of the exact
+// sum: within 2.5e-7 wherever the sum is within [-12, 12], each kernel.
+TEST(AdditiveScoresTest, KeysAndQueriesAcrossTheRange) {
+  const int64_t H = 21, Lane = 17; // a tail lane of the second vector
+  std::vector<float> Ks, Qs;
+  for (int I = -100; I <= 100; ++I)
+    Ks.push_back(I * 0.2003f);
+  for (int I = -41; I <= 41; ++I)
+    Qs.push_back(I * 0.4871f);
+  Qs.insert(Qs.end(), {30.0f, -30.0f, 20.5f});
+  for (bool KeyPastRange : {false, true}) {
+    std::vector<float> Keys = Ks;
+    if (KeyPastRange)
+      Keys.push_back(25.0f);
+    int64_t Ls = Keys.size(), B = Qs.size();
+    std::vector<float> K(Ls * H, 0.0f), Q(B * H, 0.0f), V(H, 0.0f),
+        S(B * Ls);
+    V[Lane] = 1;
+    for (int64_t J = 0; J != Ls; ++J)
+      K[J * H + Lane] = Keys[J];
+    for (int64_t I = 0; I != B; ++I)
+      Q[I * H + Lane] = Qs[I];
+    for (ScoreKernel Kernel : Kernels) {
+      additiveScores(K.data(), Q.data(), V.data(), S.data(), B, 1, Ls, H,
+                     Kernel);
+      for (int64_t I = 0; I != B; ++I)
+        for (int64_t J = 0; J != Ls; ++J) {
+          double X = double(Keys[J]) + double(Qs[I]);
+          if (std::fabs(X) > 12)
+            continue;
+          ASSERT_LE(std::fabs(S[I * Ls + J] - std::tanh(X)), 2.5e-7)
+              << name(Kernel) << ", k " << Keys[J] << ", q " << Qs[I];
+        }
+    }
+  }
 }
 
 // Scores and their gradients against libtorch's autograd through
