@@ -17,6 +17,7 @@
 #include <cassert>
 #include <map>
 #include <tuple>
+#include <unordered_map>
 
 namespace dp {
 namespace learn {
@@ -30,6 +31,16 @@ namespace {
 using ProductKey =
     std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, bool>;
 
+/// A product's primitive with its operands' memory objects and argument
+/// map, made once: a step points them at its rows (set_data_handle)
+/// instead of making two memory objects and a map per product, which at a
+/// step's few rows cost about as much as the arithmetic.
+struct Product {
+  dnnl::matmul Primitive;
+  memory Src, Dst;
+  std::unordered_map<int, memory> Args;
+};
+
 /// The engine, stream and primitives of this thread. A primitive and the
 /// weights' layout depend only on the shape, so a segment's new matrices
 /// reuse those of the segments before.
@@ -37,7 +48,7 @@ struct Context {
   dnnl::engine Engine{dnnl::engine::kind::cpu, 0};
   dnnl::stream Stream{Engine};
   std::map<std::tuple<int64_t, int64_t, int64_t>, memory::desc> Layouts;
-  std::map<ProductKey, dnnl::matmul> Products;
+  std::map<ProductKey, Product> Products;
 
   /// The blocked layout oneDNN's product reads W [K, N] in for Rows rows.
   const memory::desc &layout(int64_t Rows, int64_t K, int64_t N) {
@@ -55,7 +66,7 @@ struct Context {
         .first->second;
   }
 
-  const dnnl::matmul &product(const ProductKey &Key) {
+  Product &product(const ProductKey &Key) {
     auto It = Products.find(Key);
     if (It != Products.end())
       return It->second;
@@ -66,11 +77,15 @@ struct Context {
       Sum.append_sum(1.0f);
       Attr.set_post_ops(Sum);
     }
-    dnnl::matmul Product(dnnl::matmul::primitive_desc(
+    Product P;
+    P.Primitive = dnnl::matmul(dnnl::matmul::primitive_desc(
         dnnl::matmul::desc(rows(Rows, K, Ldx), layout(Rows, K, N),
                            rows(Rows, N, Ldy)),
         Attr, Engine));
-    return Products.emplace(Key, std::move(Product)).first->second;
+    P.Src = memory(rows(Rows, K, Ldx), Engine, DNNL_MEMORY_NONE);
+    P.Dst = memory(rows(Rows, N, Ldy), Engine, DNNL_MEMORY_NONE);
+    P.Args = {{DNNL_ARG_SRC, P.Src}, {DNNL_ARG_DST, P.Dst}};
+    return Products.emplace(Key, std::move(P)).first->second;
   }
 
   static memory::desc rows(int64_t Rows, int64_t Cols, int64_t Ld) {
@@ -128,14 +143,12 @@ void PackedMatrix::multiply(float *Y, int64_t Ldy, const float *X, int64_t Ldx,
                             bool Accumulate) const {
   assert(P && Ldx >= P->K && Ldy >= P->N && "a product of the wrong shape");
   Context &Ctx = context();
-  const dnnl::matmul &Product =
-      Ctx.product({P->Rows, P->K, P->N, Ldx, Ldy, Accumulate});
-  memory Src(Context::rows(P->Rows, P->K, Ldx), Ctx.Engine,
-             const_cast<float *>(X));
-  memory Dst(Context::rows(P->Rows, P->N, Ldy), Ctx.Engine, Y);
-  Product.execute(Ctx.Stream, {{DNNL_ARG_SRC, Src},
-                               {DNNL_ARG_WEIGHTS, P->Packed},
-                               {DNNL_ARG_DST, Dst}});
+  Product &Prod = Ctx.product({P->Rows, P->K, P->N, Ldx, Ldy, Accumulate});
+  // The map's memory objects share their handles with Src and Dst.
+  Prod.Src.set_data_handle(const_cast<float *>(X));
+  Prod.Dst.set_data_handle(Y);
+  Prod.Args[DNNL_ARG_WEIGHTS] = P->Packed;
+  Prod.Primitive.execute(Ctx.Stream, Prod.Args);
   Ctx.Stream.wait();
 }
 
