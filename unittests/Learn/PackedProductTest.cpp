@@ -54,6 +54,26 @@ TEST(PackedProductTest, MultipliesAsLibtorchDoes) {
   }
 }
 
+// Matrices of one shape share a primitive and its memory objects, which
+// each product points at its own operands: interleaved products of two
+// matrices with rows in different tensors each give their own result.
+TEST(PackedProductTest, MatricesOfOneShapeDoNotMixTheirOperands) {
+  torch::manual_seed(6);
+  torch::Tensor A = torch::randn({16, 24}), B = torch::randn({16, 24});
+  PackedMatrix PA(A, 5), PB(B, 5);
+  std::vector<torch::Tensor> Xs, Ys;
+  for (int I = 0; I != 4; ++I) {
+    Xs.push_back(torch::randn({5, 16}));
+    Ys.push_back(torch::zeros({5, 24}));
+  }
+  for (int I = 0; I != 4; ++I)
+    (I % 2 ? PB : PA).multiply(Ys[I], Xs[I], /*Accumulate=*/false);
+  for (int I = 0; I != 4; ++I)
+    EXPECT_TRUE(
+        torch::allclose(Ys[I], torch::mm(Xs[I], I % 2 ? B : A), 1e-4, 1e-5))
+        << "product " << I;
+}
+
 TEST(PackedProductTest, RefusesAProductOfAnotherShape) {
   PackedMatrix P(torch::randn({4, 6}), 3);
   torch::Tensor Y = torch::zeros({3, 6});
