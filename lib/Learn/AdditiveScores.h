@@ -14,7 +14,7 @@
 /// (ScoreKeys: e^{-2k} of each), and a step's tanh(k + q) is then
 /// 2 / (1 + e^{-2k} e^{-2q}) - 1, one multiply-add and a reciprocal
 /// estimate refined by one Newton step per element, four keys at a time,
-/// 16 lanes, masked tails (3-4.5x the portable loop at Mars's shapes,
+/// 16 lanes, masked tails (3.8-5.2x the portable loop at Mars's shapes,
 /// dp-bench-learn). A query or key beyond ScoreKeys::ExpRange takes the
 /// AVX-512 loop that evaluates every tanh (four keys' tanh chains advanced
 /// together so that the core overlaps their latency); a CPU without
