@@ -248,7 +248,8 @@ DP_AVX512 bool inExpRange(const float *X, int64_t Count) {
   for (int64_t L = 0; L < Count; L += 16)
     Max = _mm512_max_ps(
         Max, _mm512_abs_ps(_mm512_maskz_loadu_ps(laneMask(L, Count), X + L)));
-  // A NaN fails the comparison and so the range.
+  // max() may drop a NaN, which then goes to the product form: its
+  // scores are NaN, as the portable loop's are.
   return _mm512_reduce_max_ps(Max) <= ScoreKeys::ExpRange;
 }
 
