@@ -15,10 +15,11 @@
 /// run, and the fused form's GFLOP/s against a 1024^3 matrix product's on
 /// the same thread: how far the placers are from what the core can do.
 /// Also times a step's product with the weights laid out once
-/// (PackedProduct.h) against libtorch's, at Mars's and EAGLE's shapes, and
-/// a step's attention scores (AdditiveScores.h) by the AVX-512 kernel
-/// against the portable loop, and Placeto's graph network
-/// (PlacetoPolicy.h) fused against its libtorch operators.
+/// (PackedProduct.h) against libtorch's, at Mars's and EAGLE's shapes, a
+/// step's attention scores (AdditiveScores.h) by the portable loop, the
+/// AVX-512 loop that takes every tanh and the best kernel (the product
+/// form), and Placeto's graph network (PlacetoPolicy.h) fused against its
+/// libtorch operators.
 ///
 //===----------------------------------------------------------------------===//
 
