@@ -106,8 +106,10 @@ DP_AVX512 inline void tanh16(__m512 (&X)[Chains]) {
   __m512 U[Chains], P[Chains];
   __m512i Exp[Chains];
   for (int C = 0; C != Chains; ++C) {
-    __m512 A = _mm512_max_ps(_mm512_min_ps(X[C], _mm512_set1_ps(Clamp)),
-                             _mm512_set1_ps(-Clamp));
+    // min and max return their second operand when either is NaN: X
+    // second, so that a NaN stays NaN (as in tanhApprox()).
+    __m512 A = _mm512_max_ps(_mm512_set1_ps(-Clamp),
+                             _mm512_min_ps(_mm512_set1_ps(Clamp), X[C]));
     // n = round(-2 log2(e) x), in R's low bits; u = -2x - n ln 2.
     __m512 R = _mm512_fmadd_ps(A, _mm512_set1_ps(MinusTwoLog2E), Rounder);
     __m512 N = _mm512_sub_ps(R, Rounder);
@@ -249,7 +251,7 @@ DP_AVX512 bool inExpRange(const float *X, int64_t Count) {
     Max = _mm512_max_ps(
         Max, _mm512_abs_ps(_mm512_maskz_loadu_ps(laneMask(L, Count), X + L)));
   // max() may drop a NaN, which then goes to the product form: its
-  // scores are NaN, as the portable loop's are.
+  // scores are NaN, as the other loops' are.
   return _mm512_reduce_max_ps(Max) <= ScoreKeys::ExpRange;
 }
 

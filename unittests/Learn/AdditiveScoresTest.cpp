@@ -9,6 +9,7 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <limits>
 
 #include "gtest/gtest.h"
 
@@ -99,6 +100,32 @@ TEST(AdditiveScoresTest, KeysAndQueriesAcrossTheRange) {
               << name(Kernel) << ", k " << Keys[J] << ", q " << Qs[I];
         }
     }
+  }
+}
+
+// A NaN key or query gives a NaN score by every kernel, whichever loop
+// takes it (the best kernel's range check may or may not see it).
+TEST(AdditiveScoresTest, ANaNGivesANaNScore) {
+  const int64_t H = 19, Ls = 6;
+  const float NaN = std::numeric_limits<float>::quiet_NaN();
+  for (int64_t Where = 0; Where != Ls; ++Where) {
+    std::vector<float> K(Ls * H, 0.5f), Q(H, -0.25f), V(H, 1.0f), S(Ls);
+    K[Where * H + 17] = NaN;
+    for (ScoreKernel Kernel : Kernels) {
+      additiveScores(K.data(), Q.data(), V.data(), S.data(), 1, 1, Ls, H,
+                     Kernel);
+      for (int64_t J = 0; J != Ls; ++J)
+        EXPECT_EQ(std::isnan(S[J]), J == Where)
+            << name(Kernel) << ", NaN key " << Where << ", score " << J;
+    }
+  }
+  std::vector<float> K(Ls * H, 0.5f), Q(H, -0.25f), V(H, 1.0f), S(Ls);
+  Q[3] = NaN;
+  for (ScoreKernel Kernel : Kernels) {
+    additiveScores(K.data(), Q.data(), V.data(), S.data(), 1, 1, Ls, H,
+                   Kernel);
+    for (int64_t J = 0; J != Ls; ++J)
+      EXPECT_TRUE(std::isnan(S[J])) << name(Kernel) << ", NaN query";
   }
 }
 
