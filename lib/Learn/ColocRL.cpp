@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "FusedAdam.h"
 #include "Modules.h"
 #include "PolicySearch.h"
 #include "dp/Learn/Placers.h"
@@ -155,7 +156,7 @@ Expected<SearchResult> searchColocRL(const LearnTask &T, const SearchOptions &S,
     });
   } else {
     std::vector<torch::Tensor> Params = Policy->parameters();
-    torch::optim::Adam Opt(Params, torch::optim::AdamOptions(LearningRate));
+    FusedAdam Opt(Params, torch::optim::AdamOptions(LearningRate));
     while (!Search.done()) {
       int64_t Batch =
           std::min<uint64_t>(Config.SamplesPerUpdate, Search.samplesLeft());

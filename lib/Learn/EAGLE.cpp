@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "FusedAdam.h"
 #include "Grouper.h"
 #include "dp/Learn/Placers.h"
 
@@ -104,8 +105,7 @@ Expected<SearchResult> searchEAGLE(const LearnTask &T, const SearchOptions &S,
     // An action is a group per unit followed by a device per group.
     int64_t U = T.NumUnits;
     std::vector<torch::Tensor> Params = Policy->parameters();
-    torch::optim::Adam Opt(Params,
-                           torch::optim::AdamOptions(Group.LearningRate));
+    FusedAdam Opt(Params, torch::optim::AdamOptions(Group.LearningRate));
     PPOConfig Config;
     Config.Clip = 0.3;
     Config.EntropyCoef = 0.01;

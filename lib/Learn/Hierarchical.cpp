@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "FusedAdam.h"
 #include "Grouper.h"
 #include "dp/Learn/Placers.h"
 
@@ -64,8 +65,7 @@ Expected<SearchResult> searchHierarchical(const LearnTask &T,
     // Each step: one grouping (the paper's m = 1) and k placements of its
     // groups; the grouping's log-probability joins each placement's.
     std::vector<torch::Tensor> Params = Policy->parameters();
-    torch::optim::Adam Opt(Params,
-                           torch::optim::AdamOptions(Group.LearningRate));
+    FusedAdam Opt(Params, torch::optim::AdamOptions(Group.LearningRate));
     while (!Search.done()) {
       int64_t Batch =
           std::min<uint64_t>(Config.SamplesPerUpdate, Search.samplesLeft());

@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "FusedAdam.h"
 #include "Modules.h"
 #include "PolicySearch.h"
 #include "dp/Learn/Placers.h"
@@ -139,7 +140,7 @@ Expected<SearchResult> searchMars(const LearnTask &T, const SearchOptions &S,
     }
   } else {
     std::vector<torch::Tensor> Params = Policy->parameters();
-    torch::optim::Adam Opt(Params, torch::optim::AdamOptions(LearningRate));
+    FusedAdam Opt(Params, torch::optim::AdamOptions(LearningRate));
     PPOConfig Config; // clip 0.2, entropy 0.001, grad-norm 1.0, 4 x 3
     LogpFn Logp = [&](const torch::Tensor &Actions) {
       return Policy->Placer->evaluate(Encode(), Actions);

@@ -6,6 +6,7 @@
 
 #include "Modules.h"
 #include "FlopCount.h"
+#include "FusedAdam.h"
 #include "PolicySearch.h"
 #include "dp/Support/Diagnostics.h"
 
@@ -156,7 +157,7 @@ std::vector<double> pretrainDGI(GCNEncoder &Enc, const torch::Tensor &X,
   std::vector<torch::Tensor> Params = Enc->parameters();
   Params.push_back(W);
   Params.push_back(Bias);
-  torch::optim::Adam Opt(Params, torch::optim::AdamOptions(LearningRate));
+  FusedAdam Opt(Params, torch::optim::AdamOptions(LearningRate));
   torch::Tensor Labels =
       torch::cat({torch::ones({U}, X.options()), torch::zeros({U}, X.options())});
 
