@@ -32,8 +32,8 @@ bool fusable(const torch::optim::OptimizerParamGroup &Group) {
       continue;
     const torch::Tensor &G = P.grad();
     if (!P.device().is_cpu() || P.scalar_type() != torch::kFloat ||
-        !P.is_contiguous() || G.scalar_type() != torch::kFloat ||
-        !G.is_contiguous() || G.is_sparse())
+        !P.is_contiguous() || G.is_sparse() ||
+        G.scalar_type() != torch::kFloat || !G.is_contiguous())
       return false;
   }
   return true;
@@ -93,6 +93,9 @@ torch::Tensor FusedAdam::step(LossClosure Closure) {
              P.numel(), float(Beta1), float(Beta2),
              float(std::sqrt(Correction2)), float(O.eps()),
              float(O.lr() / Correction1));
+      // As an in-place operator would: autograd then refuses a graph that
+      // saved the parameter before this step.
+      P.unsafeGetTensorImpl()->bump_version();
     }
   }
   return Loss;
