@@ -105,9 +105,11 @@ DP_AVX512 inline void tanh16(__m512 (&X)[Chains]) {
   const __m512 Rounder = _mm512_set1_ps(Round);
   __m512 U[Chains], P[Chains];
   __m512i Exp[Chains];
+  __mmask16 IsNaN[Chains];
   for (int C = 0; C != Chains; ++C) {
-    // min and max return their second operand when either is NaN: X
-    // second, so that a NaN stays NaN (as in tanhApprox()).
+    // A NaN's exponent field plus n can be a number: NaN lanes keep their
+    // argument (as in tanhApprox()).
+    IsNaN[C] = _mm512_cmp_ps_mask(X[C], X[C], _CMP_UNORD_Q);
     __m512 A = _mm512_max_ps(_mm512_set1_ps(-Clamp),
                              _mm512_min_ps(_mm512_set1_ps(Clamp), X[C]));
     // n = round(-2 log2(e) x), in R's low bits; u = -2x - n ln 2.
@@ -129,7 +131,9 @@ DP_AVX512 inline void tanh16(__m512 (&X)[Chains]) {
     __m512 Num = _mm512_sub_ps(One, T), Den = _mm512_add_ps(One, T);
     __m512 Rcp = _mm512_rcp14_ps(Den);
     __m512 Y0 = _mm512_mul_ps(Num, Rcp);
-    X[C] = _mm512_fmadd_ps(_mm512_fnmadd_ps(Den, Y0, Num), Rcp, Y0);
+    X[C] = _mm512_mask_mov_ps(
+        _mm512_fmadd_ps(_mm512_fnmadd_ps(Den, Y0, Num), Rcp, Y0), IsNaN[C],
+        X[C]);
   }
 }
 

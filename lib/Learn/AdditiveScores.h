@@ -57,22 +57,27 @@ inline float tanhApprox(float X) {
   float A = std::min(__builtin_fabsf(X), Clamp);
   float Z = A * MinusTwoLog2E;
   float R = Z + Round, N = R - Round;
-  int32_t Exp =
-      __builtin_bit_cast(int32_t, R) - __builtin_bit_cast(int32_t, Round);
+  // n's bits in unsigned arithmetic, which wraps: a NaN's R is no integer,
+  // and signed arithmetic on its bits would overflow.
+  uint32_t Exp =
+      __builtin_bit_cast(uint32_t, R) - __builtin_bit_cast(uint32_t, Round);
   float U = (Z - N) * Ln2;
   float P =
       Poly[6] +
       U * (Poly[5] +
            U * (Poly[4] +
                 U * (Poly[3] + U * (Poly[2] + U * (Poly[1] + U * Poly[0])))));
-  // 2^n P: n added to P's exponent field. A product, not Exp << 23: n is
-  // in [-13, 0], and a left shift of a negative value is undefined.
-  float T = __builtin_bit_cast(float, __builtin_bit_cast(int32_t, P) +
-                                          Exp * (1 << 23));
+  // 2^n P: n added to P's exponent field (n is in [-13, 0]; modulo 2^32,
+  // n 2^23 is Exp << 23).
+  float T = __builtin_bit_cast(float, __builtin_bit_cast(uint32_t, P) +
+                                          (Exp << 23));
   float Y = (1 - T) / (1 + T);
-  return __builtin_bit_cast(
+  float S = __builtin_bit_cast(
       float, __builtin_bit_cast(uint32_t, Y) |
                  (__builtin_bit_cast(uint32_t, X) & 0x80000000u));
+  // A NaN's exponent field plus n can be a number: the NaN is kept by a
+  // select, which vectorizes as a blend.
+  return X != X ? X : S;
 }
 
 /// Which loop computes the scores: the best this CPU has, the AVX-512

@@ -119,6 +119,23 @@ TEST(AdditiveScoresTest, ANaNGivesANaNScore) {
             << name(Kernel) << ", NaN key " << Where << ", score " << J;
     }
   }
+  // NaNs of other payloads and signs: adding n to such a NaN's exponent
+  // field, as the tanh's last step does, can make a number of it.
+  for (uint32_t Bits : {0x7fc00001u, 0x7fc001ffu, 0x7fd5a5a5u, 0xffffffffu,
+                        0x7f800001u}) {
+    float X = __builtin_bit_cast(float, Bits);
+    EXPECT_TRUE(std::isnan(tanhApprox(X))) << std::hex << Bits;
+    std::vector<float> K(Ls * H, 0.5f), Q(H, 0.0f), V(H, 1.0f), S(Ls);
+    K[2 * H + 5] = X;
+    for (ScoreKernel Kernel : Kernels) {
+      additiveScores(K.data(), Q.data(), V.data(), S.data(), 1, 1, Ls, H,
+                     Kernel);
+      for (int64_t J = 0; J != Ls; ++J)
+        EXPECT_EQ(std::isnan(S[J]), J == 2)
+            << name(Kernel) << ", NaN " << std::hex << Bits << std::dec
+            << ", score " << J;
+    }
+  }
   std::vector<float> K(Ls * H, 0.5f), Q(H, -0.25f), V(H, 1.0f), S(Ls);
   Q[3] = NaN;
   for (ScoreKernel Kernel : Kernels) {
