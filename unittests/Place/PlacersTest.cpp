@@ -402,4 +402,97 @@ TEST(CPUOnlyTest, EverythingOnTheCPU) {
   EXPECT_EQ(Placement, std::vector<uint32_t>(P.getNumUnits(), 2u));
 }
 
+//===----------------------------------------------------------------------===//
+// mip
+//===----------------------------------------------------------------------===//
+
+/// The shortest step of any placement of \p P's units that fits, by trying
+/// them all.
+double bruteForceStep(const PlacementProblem &P) {
+  unsigned N = P.getNumUnits(), D = P.getNumDevices();
+  std::vector<uint32_t> Placement(N, 0);
+  double Best = std::numeric_limits<double>::infinity();
+  while (true) {
+    const SimResult &R = P.simulate(Placement);
+    if (!R.OOM)
+      Best = std::min(Best, R.StepTime);
+    unsigned I = 0;
+    while (I != N && ++Placement[I] == D)
+      Placement[I++] = 0;
+    if (I == N)
+      return Best;
+  }
+}
+
+/// The seconds of the figure after \p Key in \p Line as formatSeconds()
+/// writes it ("1.250 s", "12.500 ms"), or a negative value.
+double figureAfter(StringRef Line, StringRef Key) {
+  size_t At = Line.find(Key);
+  if (At == StringRef::npos)
+    return -1;
+  auto [Number, Rest] = Line.drop_front(At + Key.size()).split(' ');
+  double Value;
+  if (Number.getAsDouble(Value))
+    return -1;
+  return Rest.startswith("s") ? Value : Rest.startswith("ms") ? Value * 1e-3 : -1;
+}
+
+// The program relaxes the simulator (no link contention, only what a
+// device keeps all step in its memory, weights and inputs ordering
+// nothing), so a level that CBC solves to optimality has a model step no
+// longer than the simulated step of any placement that fits: limiting the
+// program to steps no longer than the warm start's, and each op to its
+// window within it, cuts off no schedule the simulator could run. Random
+// DAGs of 7 ops on two GPUs and a CPU (2,187 placements each), ops (and
+// on two, segments) scheduled; mip's placement is never slower than its
+// warm start.
+TEST(MIPTest, TheProgramsOptimumIsNoLongerThanAnyPlacementsStep) {
+  Cluster C = makeCluster(2, 1 << 20, 1e4, /*WithCPU=*/true);
+  unsigned Solved = 0;
+  for (uint64_t Seed = 0; Seed != 8; ++Seed) {
+    Graph G = makeRandomGraph(500 + Seed, 7);
+    PlacementProblem P = buildProblem(G, C);
+    double Best = bruteForceStep(P);
+    for (StringRef Schedule : {"ops", "segments"}) {
+      if (Schedule == "segments" && Seed >= 2) // CBC takes ~1 s a program
+        continue;
+      std::string Log;
+      llvm::raw_string_ostream OS(Log);
+      PlaceOptions Opts;
+      Opts.Algo = "mip";
+      Opts.Seconds = 30;
+      Opts.Progress = &OS;
+      Opts.Extra = {{"schedule", Schedule.str()}};
+      Expected<std::vector<uint32_t>> Placement =
+          lookupPlacer("mip")->Run(P, Opts);
+      if (!Placement) {
+        std::string Message = llvm::toString(Placement.takeError());
+        if (Message.find("unavailable") != std::string::npos)
+          GTEST_SKIP() << Message;
+        FAIL() << Message;
+      }
+      std::string Where = "graph " + std::to_string(Seed) + ", " +
+                          Schedule.str() + ":\n" + OS.str();
+      double Warm = -1;
+      StringRef Rest(OS.str());
+      while (!Rest.empty()) {
+        StringRef Line;
+        std::tie(Line, Rest) = Rest.split('\n');
+        if (Warm < 0)
+          Warm = figureAfter(Line, "warm start ");
+        if (!Line.contains("optimal, model step"))
+          continue;
+        double Model = figureAfter(Line, "optimal, model step ");
+        ASSERT_GE(Model, 0) << Where;
+        EXPECT_LE(Model, Best + 1e-3) << Where; // 3 decimals printed
+        ++Solved;
+      }
+      ASSERT_GT(Warm, 0) << Where;
+      EXPECT_LE(P.simulate(*Placement).StepTime, Warm + 1e-3) << Where;
+    }
+  }
+  // The programs have at most 7 jobs: CBC solves nearly every level.
+  EXPECT_GE(Solved, 8u);
+}
+
 } // namespace
