@@ -17,6 +17,8 @@
 
 #include "FlopCount.h"
 
+#include "oneapi/dnnl/dnnl.h"
+
 #include <algorithm>
 #include <cassert>
 #include <cstring>
@@ -232,12 +234,66 @@ productRange(Matrix A, const float *B, const float *X, float *Y, int64_t O,
     }
 }
 
+/// Products of layers at least WideLayer wide (outputs and inputs) over
+/// at least WideWork multiply-adds go to oneDNN's matrix product. The
+/// tiles above load an operand per multiply-add and use AVX2 at most,
+/// which serves the default width (the features', 9 on p100x4; its
+/// classifier is 72 wide over a few states), where oneDNN's set-up per
+/// call costs more than it saves (about 10 % of a BERT-Base run); at
+/// hidden=128 (the equal preset's) the layers are 128 to 1024 wide and
+/// the tiles reach a fraction of the core's rate.
+constexpr int64_t WideLayer = 32, WideWork = int64_t(1) << 20;
+
+bool isWide(int64_t O, int64_t I, int64_t M) {
+  return O >= WideLayer && I >= WideLayer && O * I * M >= WideWork;
+}
+
+/// Y [O, M] = A X + Beta Y by oneDNN (one thread under setUpTorch(1):
+/// libtorch and oneDNN share the OpenMP runtime); rows of X and Y are \p Ld
+/// floats apart.
+void wideProduct(Matrix A, const float *X, float *Y, int64_t O, int64_t I,
+                 int64_t M, int64_t Ld, float Beta) {
+  // A is W [O, I] row-major, or W^T of a row-major [I, O].
+  bool Transposed = A.ColStride != 1;
+  dnnl_status_t Status =
+      dnnl_sgemm(Transposed ? 'T' : 'N', 'N', O, M, I, 1.0f, A.W,
+                 Transposed ? A.ColStride : A.RowStride, X, Ld, Beta, Y, Ld);
+  assert(Status == dnnl_success && "oneDNN refused a product's shapes");
+  (void)Status;
+}
+
 /// Y [O, M] = A X + B, then \p E: A [O, I], X [I, M], B [O] or none. Rows
 /// of X and Y are \p Ld floats apart.
 DP_CLONES void product(Matrix A, const float *B, const float *X, float *Y,
                        int64_t O, int64_t I, int64_t M, int64_t Ld,
                        const Epilogue &E = {}) {
-  productRange(A, B, X, Y, O, I, 0, M, Ld, E);
+  if (!isWide(O, I, M))
+    return productRange(A, B, X, Y, O, I, 0, M, Ld, E);
+  // The bias first (added to Y's rows, or as their start), then the
+  // product added, then the rest of the epilogue row by row.
+  if (B)
+    for (int64_t Row = 0; Row != O; ++Row) {
+      float *Yr = Y + Row * Ld;
+      if (E.Accumulate)
+        for (int64_t L = 0; L != M; ++L)
+          Yr[L] += B[Row];
+      else
+        std::fill(Yr, Yr + M, B[Row]);
+    }
+  wideProduct(A, X, Y, O, I, M, Ld, B || E.Accumulate ? 1.0f : 0.0f);
+  if (!E.Relu && !E.Gated)
+    return;
+  for (int64_t Row = 0; Row != O; ++Row) {
+    float *Yr = Y + Row * Ld;
+    for (int64_t L = 0; L != M; ++L)
+      Yr[L] = std::max(Yr[L], 0.0f);
+    if (E.Gated) {
+      const float *Base = E.Base + Row * Ld;
+      float *Gated = E.Gated + Row * Ld;
+      for (int64_t L = 0; L != M; ++L)
+        Gated[L] = Base[L] + E.Has[L] * Yr[L];
+    }
+  }
 }
 
 /// DW's row, columns [K0, K0 + Block), += D . X_k over \p Width columns
@@ -319,6 +375,23 @@ DP_CLONES void linearBackward(Matrix Transposed, const float *DY,
                               const float *X, float *DW, float *DB, float *DX,
                               int64_t O, int64_t I, int64_t M, int64_t Ld,
                               bool Accumulate = false) {
+  if (isWide(O, I, M)) {
+    if (DX)
+      wideProduct(Transposed, DY, DX, I, O, M, Ld, Accumulate ? 1.0f : 0.0f);
+    // DW [O, I] += DY X^T.
+    dnnl_status_t Status =
+        dnnl_sgemm('N', 'T', O, I, M, 1.0f, DY, Ld, X, Ld, 1.0f, DW, I);
+    assert(Status == dnnl_success && "oneDNN refused a product's shapes");
+    (void)Status;
+    for (int64_t Row = 0; Row != O; ++Row) {
+      const float *D = DY + Row * Ld;
+      float Sum = 0;
+      for (int64_t L = 0; L != M; ++L)
+        Sum += D[L];
+      DB[Row] += Sum;
+    }
+    return;
+  }
   constexpr int64_t Tile = 256;
   Epilogue E;
   E.Accumulate = Accumulate;

@@ -25,6 +25,10 @@ using namespace dp::learn;
 namespace {
 
 constexpr int64_t In = 6, Hidden = 5, Devices = 3;
+/// Wide enough that, over 9 units and 11 states, the message passing's,
+/// the pooling's and the classifier's products go to oneDNN's (PlacetoPolicy.cpp,
+/// isWide()).
+constexpr int64_t WideHidden = 128;
 
 /// 9 units: 0 and 5 have no parents, 4 and 8 no children, 3 has three
 /// parents, and 6 and 7 are reached both ways round.
@@ -66,16 +70,17 @@ torch::Tensor runOperators(PlacetoPolicy &Net, const UnitGraph &G,
                                I.Pools.permute({0, 2, 1}).contiguous());
 }
 
-/// States, hops.
+/// States, hops, hidden width.
 class PlacetoPolicyTest
-    : public ::testing::TestWithParam<std::pair<int64_t, int64_t>> {};
+    : public ::testing::TestWithParam<std::tuple<int64_t, int64_t, int64_t>> {
+};
 
 TEST_P(PlacetoPolicyTest, FusedPassesMatchTheOperators) {
-  auto [States, Hops] = GetParam();
-  torch::manual_seed(States + 100 * Hops);
+  auto [States, Hops, Width] = GetParam();
+  torch::manual_seed(States + 100 * Hops + 10000 * Width);
   LearnTask T = makeTask();
   UnitGraph G(T);
-  PlacetoPolicy Net(In, Hidden, Devices, Hops);
+  PlacetoPolicy Net(In, Width, Devices, Hops);
   Inputs I = makeInputs(T.NumUnits, States);
   torch::Tensor Weights = torch::randn({States, Devices});
 
@@ -121,13 +126,19 @@ TEST_P(PlacetoPolicyTest, FusedPassesMatchTheOperators) {
 
 // 1 and 2 states (scalar remainders only), 8 (one vector per unit), 11
 // (both), 24 (an update's chunk: the products' 64-column tiles); no hop
-// and one hop (the first hop's input is the unit's own embedding).
+// and one hop (the first hop's input is the unit's own embedding); and
+// layers wide enough for oneDNN's product.
 INSTANTIATE_TEST_SUITE_P(
     States, PlacetoPolicyTest,
-    ::testing::Values(std::make_pair(1, 3), std::make_pair(2, 3),
-                      std::make_pair(8, 3), std::make_pair(11, 3),
-                      std::make_pair(24, 3), std::make_pair(8, 0),
-                      std::make_pair(8, 1)));
+    ::testing::Values(std::make_tuple(1, 3, Hidden),
+                      std::make_tuple(2, 3, Hidden),
+                      std::make_tuple(8, 3, Hidden),
+                      std::make_tuple(11, 3, Hidden),
+                      std::make_tuple(24, 3, Hidden),
+                      std::make_tuple(8, 0, Hidden),
+                      std::make_tuple(8, 1, Hidden),
+                      std::make_tuple(11, 3, WideHidden),
+                      std::make_tuple(11, 0, WideHidden)));
 
 TEST(PlacetoPolicyCountTest, FusedCountIsTheOperatorsCount) {
   torch::manual_seed(1);
