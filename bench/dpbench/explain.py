@@ -121,9 +121,10 @@ def other_budgets(allst, model, cluster, pair, paper):
                 (other["step"], d["step"])
             holds = "OOM" not in paper and \
                 sign(paper[0] / paper[1] - 1) == sign(a / z - 1)
-            out.append("at %d placements (`%s`, %d seeds) `%s` gives %s "
+            out.append("at %d placements (`%s`, %d seed%s) `%s` gives %s "
                        "ms, and the paper's ordering %s" % (
-                           budget_rank(b), b, d["ok"], v, ms(d["step"]),
+                           budget_rank(b), b, d["ok"],
+                           "" if d["ok"] == 1 else "s", v, ms(d["step"]),
                            "then holds" if holds else "still does not hold"))
     return out
 
