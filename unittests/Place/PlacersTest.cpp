@@ -440,12 +440,11 @@ double figureAfter(StringRef Line, StringRef Key) {
 // The program relaxes the simulator (no link contention, only what a
 // device keeps all step in its memory, weights and inputs ordering
 // nothing), so a level that CBC solves to optimality has a model step no
-// longer than the simulated step of any placement that fits: limiting the
-// program to steps no longer than the warm start's, and each op to its
-// window within it, cuts off no schedule the simulator could run. Random
-// DAGs of 7 ops on two GPUs and a CPU (2,187 placements each), ops (and
-// on two, segments) scheduled; mip's placement is never slower than its
-// warm start.
+// longer than the simulated step of any placement that fits: a program
+// that cut off a schedule the simulator could run (a constraint or bound
+// too tight) fails this. Random DAGs of 7 ops on two GPUs and a CPU
+// (2,187 placements each), ops (and on two, segments) scheduled; mip's
+// placement is never slower than its warm start.
 TEST(MIPTest, TheProgramsOptimumIsNoLongerThanAnyPlacementsStep) {
   Cluster C = makeCluster(2, 1 << 20, 1e4, /*WithCPU=*/true);
   unsigned Solved = 0;
