@@ -6,6 +6,7 @@
 
 #include "dp/Place/Placer.h"
 
+#include "BruteForceStep.h"
 #include "DiagnosticsTestUtil.h"
 
 #include "gtest/gtest.h"
@@ -406,24 +407,6 @@ TEST(CPUOnlyTest, EverythingOnTheCPU) {
 // mip
 //===----------------------------------------------------------------------===//
 
-/// The shortest step of any placement of \p P's units that fits, by trying
-/// them all.
-double bruteForceStep(const PlacementProblem &P) {
-  unsigned N = P.getNumUnits(), D = P.getNumDevices();
-  std::vector<uint32_t> Placement(N, 0);
-  double Best = std::numeric_limits<double>::infinity();
-  while (true) {
-    const SimResult &R = P.simulate(Placement);
-    if (!R.OOM)
-      Best = std::min(Best, R.StepTime);
-    unsigned I = 0;
-    while (I != N && ++Placement[I] == D)
-      Placement[I++] = 0;
-    if (I == N)
-      return Best;
-  }
-}
-
 /// The seconds of the figure after \p Key in \p Line as formatSeconds()
 /// writes it ("1.250 s", "12.500 ms"), or a negative value.
 double figureAfter(StringRef Line, StringRef Key) {
@@ -451,7 +434,11 @@ TEST(MIPTest, TheProgramsOptimumIsNoLongerThanAnyPlacementsStep) {
   for (uint64_t Seed = 0; Seed != 8; ++Seed) {
     Graph G = makeRandomGraph(500 + Seed, 7);
     PlacementProblem P = buildProblem(G, C);
-    double Best = bruteForceStep(P);
+    double Best = shortestStepOfAll(
+        P.getNumUnits(), P.getNumDevices(),
+        [&](ArrayRef<uint32_t> Placement) -> const SimResult & {
+          return P.simulate(Placement);
+        });
     for (StringRef Schedule : {"ops", "segments"}) {
       if (Schedule == "segments" && Seed >= 2) // CBC takes ~1 s a program
         continue;

@@ -6,8 +6,11 @@
 
 #include "dp/Sim/Simulator.h"
 
+#include "BruteForceStep.h"
+
 #include "gtest/gtest.h"
 
+#include <cmath>
 #include <random>
 
 using namespace dp;
@@ -62,25 +65,18 @@ LowerBounds boundsOf(const Graph &G, const Cluster &C) {
   return LB;
 }
 
-/// The shortest step of any placement that fits, by trying them all; a
-/// negative value if none fits.
+/// The shortest step of any placement of \p G's ops that fits, by trying
+/// them all; infinity if none fits.
 double bruteForceOptimum(const Graph &G, const Cluster &C) {
   SimGraph SG = llvm::cantFail(SimGraph::build(G, C));
   Simulator Sim(SG);
   SimResult R;
-  unsigned N = G.getNumOps(), D = C.getNumDevices();
-  std::vector<uint32_t> P(N, 0);
-  double Best = -1;
-  while (true) {
-    Sim.run(P, R);
-    if (!R.OOM && (Best < 0 || R.StepTime < Best))
-      Best = R.StepTime;
-    unsigned I = 0;
-    while (I != N && ++P[I] == D)
-      P[I++] = 0;
-    if (I == N)
-      return Best;
-  }
+  return test::shortestStepOfAll(
+      G.getNumOps(), C.getNumDevices(),
+      [&](ArrayRef<uint32_t> P) -> const SimResult & {
+        Sim.run(P, R);
+        return R;
+      });
 }
 
 } // namespace
@@ -245,7 +241,7 @@ Tightest checkRandomGraphs(uint64_t Seed, int64_t MaxElements,
     Cluster C = makeMixedCluster(2, 1, FastMemory);
     LowerBounds LB = boundsOf(G, C);
     double Opt = bruteForceOptimum(G, C);
-    if (Opt < 0)
+    if (!std::isfinite(Opt))
       continue; // nothing fits
     ++Count.Checked;
     std::string What =
