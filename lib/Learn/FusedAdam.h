@@ -15,8 +15,10 @@
 /// in float32 without weight decay or AMSGrad take the pass; any other
 /// set takes Adam's own step. The pass rounds otherwise than libtorch's
 /// operators, so a search's trajectory changes with it. The seq2seq
-/// placers and Mars's pre-training use it; Placeto keeps libtorch's Adam
-/// (its network has a few thousand weights: Adam is no share of its time).
+/// placers and Mars's pre-training use it; Placeto keeps libtorch's Adam:
+/// at its default width its network has a few thousand weights, and the
+/// pass's rounding moved its trajectory enough to fail
+/// PlacetoTest.PlacesAnUnseenGraphZeroShot.
 /// Only lib/Learn and its tests include this header.
 ///
 //===----------------------------------------------------------------------===//

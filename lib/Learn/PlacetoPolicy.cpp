@@ -248,18 +248,24 @@ bool isWide(int64_t O, int64_t I, int64_t M) {
   return O >= WideLayer && I >= WideLayer && O * I * M >= WideWork;
 }
 
-/// Y [O, M] = A X + Beta Y by oneDNN (one thread under setUpTorch(1):
-/// libtorch and oneDNN share the OpenMP runtime); rows of X and Y are \p Ld
-/// floats apart.
+/// C [M, N] = op(A) op(B) + Beta C, row-major, by oneDNN (one thread under
+/// setUpTorch(1): libtorch and oneDNN share the OpenMP runtime).
+void sgemm(char TransA, char TransB, int64_t M, int64_t N, int64_t K,
+           const float *A, int64_t Lda, const float *B, int64_t Ldb,
+           float Beta, float *C, int64_t Ldc) {
+  dnnl_status_t Status = dnnl_sgemm(TransA, TransB, M, N, K, 1.0f, A, Lda, B,
+                                    Ldb, Beta, C, Ldc);
+  assert(Status == dnnl_success && "oneDNN refused a product's shapes");
+  (void)Status;
+}
+
+/// Y [O, M] = A X + Beta Y, rows of X and Y \p Ld floats apart.
 void wideProduct(Matrix A, const float *X, float *Y, int64_t O, int64_t I,
                  int64_t M, int64_t Ld, float Beta) {
   // A is W [O, I] row-major, or W^T of a row-major [I, O].
   bool Transposed = A.ColStride != 1;
-  dnnl_status_t Status =
-      dnnl_sgemm(Transposed ? 'T' : 'N', 'N', O, M, I, 1.0f, A.W,
-                 Transposed ? A.ColStride : A.RowStride, X, Ld, Beta, Y, Ld);
-  assert(Status == dnnl_success && "oneDNN refused a product's shapes");
-  (void)Status;
+  sgemm(Transposed ? 'T' : 'N', 'N', O, M, I, A.W,
+        Transposed ? A.ColStride : A.RowStride, X, Ld, Beta, Y, Ld);
 }
 
 /// Y [O, M] = A X + B, then \p E: A [O, I], X [I, M], B [O] or none. Rows
@@ -378,11 +384,7 @@ DP_CLONES void linearBackward(Matrix Transposed, const float *DY,
   if (isWide(O, I, M)) {
     if (DX)
       wideProduct(Transposed, DY, DX, I, O, M, Ld, Accumulate ? 1.0f : 0.0f);
-    // DW [O, I] += DY X^T.
-    dnnl_status_t Status =
-        dnnl_sgemm('N', 'T', O, I, M, 1.0f, DY, Ld, X, Ld, 1.0f, DW, I);
-    assert(Status == dnnl_success && "oneDNN refused a product's shapes");
-    (void)Status;
+    sgemm('N', 'T', O, I, M, DY, Ld, X, Ld, 1.0f, DW, I); // DW += DY X^T
     for (int64_t Row = 0; Row != O; ++Row) {
       const float *D = DY + Row * Ld;
       float Sum = 0;
