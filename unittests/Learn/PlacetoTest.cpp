@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "BruteForceStep.h"
 #include "DiagnosticsTestUtil.h"
 #include "SavedPolicy.h"
 #include "dp/Learn/Placers.h"
@@ -62,15 +63,7 @@ struct DagProblem {
 
   /// Every placement, in order; calls \p F on each.
   template <typename Fn> void forEachPlacement(Fn F) const {
-    std::vector<uint32_t> P(Times.size(), 0);
-    while (true) {
-      F(llvm::ArrayRef<uint32_t>(P));
-      size_t I = 0;
-      while (I != P.size() && ++P[I] == Devices)
-        P[I++] = 0;
-      if (I == P.size())
-        return;
-    }
+    test::forEachPlacement(unsigned(Times.size()), Devices, F);
   }
 
   /// The fastest step of a placement that fits.

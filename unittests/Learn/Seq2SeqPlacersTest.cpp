@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "BruteForceStep.h"
 #include "DiagnosticsTestUtil.h"
 #include "Grouper.h"
 #include "SavedPolicy.h"
@@ -50,16 +51,10 @@ struct TwoChains {
   }
   double optimum() const {
     double Best = std::numeric_limits<double>::infinity();
-    std::vector<uint32_t> P(Times.size(), 0);
-    for (size_t N = 0, E = size_t(std::pow(Devices, Times.size())); N != E;
-         ++N) {
-      size_t Rest = N;
-      for (uint32_t &D : P) {
-        D = Rest % Devices;
-        Rest /= Devices;
-      }
-      Best = std::min(Best, score(P));
-    }
+    test::forEachPlacement(unsigned(Times.size()), Devices,
+                           [&](llvm::ArrayRef<uint32_t> P) {
+                             Best = std::min(Best, score(P));
+                           });
     return Best;
   }
 

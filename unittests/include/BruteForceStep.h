@@ -5,9 +5,9 @@
 //===----------------------------------------------------------------------===//
 ///
 /// \file
-/// The shortest simulated step of any placement, found by trying every one:
-/// the exact optimum that tests of bounds and placers compare with on
-/// graphs of a few ops.
+/// Every placement of a few items, and the shortest simulated step of any
+/// of them: the exact optimum that tests of bounds and placers compare
+/// with on graphs of a few ops.
 ///
 //===----------------------------------------------------------------------===//
 
@@ -26,25 +26,35 @@
 namespace dp {
 namespace test {
 
-/// The shortest step of any placement of \p Items (ops or units) on
-/// \p Devices that fits, by trying all Devices^Items; \p Simulate runs one
-/// placement (an ArrayRef<uint32_t>, a device per item) and returns its
-/// SimResult. Infinity if none fits.
-template <class SimulateFn>
-double shortestStepOfAll(unsigned Items, unsigned Devices,
-                         SimulateFn Simulate) {
+/// Calls \p F on every placement of \p Items items on \p Devices devices
+/// (an ArrayRef<uint32_t>, a device per item), all Devices^Items of them,
+/// the first item's device changing fastest.
+template <class Fn>
+void forEachPlacement(unsigned Items, unsigned Devices, Fn F) {
   std::vector<uint32_t> Placement(Items, 0);
-  double Best = std::numeric_limits<double>::infinity();
   while (true) {
-    const SimResult &R = Simulate(llvm::ArrayRef<uint32_t>(Placement));
-    if (!R.OOM)
-      Best = std::min(Best, R.StepTime);
+    F(llvm::ArrayRef<uint32_t>(Placement));
     unsigned I = 0;
     while (I != Items && ++Placement[I] == Devices)
       Placement[I++] = 0;
     if (I == Items)
-      return Best;
+      return;
   }
+}
+
+/// The shortest step of any placement of \p Items (ops or units) on
+/// \p Devices that fits, by trying them all; \p Simulate runs one
+/// placement and returns its SimResult. Infinity if none fits.
+template <class SimulateFn>
+double shortestStepOfAll(unsigned Items, unsigned Devices,
+                         SimulateFn Simulate) {
+  double Best = std::numeric_limits<double>::infinity();
+  forEachPlacement(Items, Devices, [&](llvm::ArrayRef<uint32_t> Placement) {
+    const SimResult &R = Simulate(Placement);
+    if (!R.OOM)
+      Best = std::min(Best, R.StepTime);
+  });
+  return Best;
 }
 
 } // namespace test
