@@ -7,6 +7,7 @@
 #include "Baechi.h"
 
 #include "DiagnosticsTestUtil.h"
+#include "TestGraphs.h"
 
 #include "gtest/gtest.h"
 
@@ -27,69 +28,7 @@ namespace {
 /// transfer between two devices takes bytes / Bandwidth.
 Cluster makeCluster(unsigned NumGPUs, uint64_t Memory = 1 << 20,
                     double Bandwidth = 1000, bool WithCPU = false) {
-  DeviceType T;
-  T.Name = "t";
-  T.PeakFlops[unsigned(DTypeKind::F32)] = 1e12;
-  T.MemoryBandwidth = 1e11;
-  T.MemoryBytes = Memory;
-  DeviceType C = T;
-  C.Name = "c";
-  C.Kind = DeviceKind::CPU;
-  C.MemoryBytes = 1 << 30;
-  std::vector<Device> Devs;
-  for (unsigned I = 0; I != NumGPUs; ++I)
-    Devs.push_back({"gpu:" + std::to_string(I), 0});
-  if (WithCPU)
-    Devs.push_back({"cpu:0", 1});
-  std::vector<Link> Links;
-  for (unsigned I = 0; I != Devs.size(); ++I)
-    Links.push_back(
-        {"l" + std::to_string(I), I, unsigned(Devs.size()), Bandwidth, 0});
-  return cantFail(Cluster::create("test", {T, C}, Devs, {"sw"}, Links));
-}
-
-/// Builds graphs op by op: times on "t" (the CPU type "c" takes
-/// \c CPUFactor times as long) and f32 vector results.
-class GraphBuilder {
-public:
-  GraphBuilder() { G.setName("g"); }
-
-  TensorId input(StringRef Name, int64_t Elements = 1) {
-    return G.addInput(Name, TensorType(DTypeKind::F32, {Elements}));
-  }
-  /// An op taking \p Seconds with one result of \p Elements floats.
-  OpId op(StringRef Name, double Seconds, ArrayRef<TensorId> Operands,
-          int64_t Elements = 1) {
-    return op(Name, Seconds, Operands, ArrayRef<int64_t>(Elements));
-  }
-  /// An op with results "<Name>.<I>" of the given element counts.
-  OpId op(StringRef Name, double Seconds, ArrayRef<TensorId> Operands,
-          ArrayRef<int64_t> Elements) {
-    std::vector<std::string> Names;
-    for (unsigned I = 0; I != Elements.size(); ++I)
-      Names.push_back(Name.str() + "." + std::to_string(I));
-    std::vector<Graph::ResultSpec> Results;
-    for (unsigned I = 0; I != Elements.size(); ++I)
-      Results.push_back({Names[I], TensorType(DTypeKind::F32, {Elements[I]})});
-    OpId O = G.addOp(Name, "", "Op", Operands, Results);
-    G.getOp(O).Annotations.set("time.t", Attribute::getFloat(Seconds));
-    G.getOp(O).Annotations.set("time.c",
-                               Attribute::getFloat(CPUFactor * Seconds));
-    return O;
-  }
-  TensorId result(OpId O, unsigned I = 0) { return G.getOp(O).Results[I]; }
-  void persistent(OpId O, int64_t Bytes) {
-    G.getOp(O).Annotations.set("persistent_bytes", Attribute::getInt(Bytes));
-  }
-
-  Graph G;
-  double CPUFactor = 10;
-};
-
-PlacementProblem buildProblem(const Graph &G, const Cluster &C) {
-  Expected<PlacementProblem> P = PlacementProblem::build(G, C);
-  EXPECT_TRUE(bool(P)) << describe(collectErrors(P.takeError()));
-  return std::move(*P);
+  return makeStarCluster(NumGPUs, Memory, Bandwidth, WithCPU, 1 << 30);
 }
 
 DeviceTiers tiers(const Cluster &C, StringRef Which = "auto") {

@@ -8,6 +8,7 @@
 
 #include "BruteForceStep.h"
 #include "DiagnosticsTestUtil.h"
+#include "TestGraphs.h"
 
 #include "gtest/gtest.h"
 
@@ -26,58 +27,15 @@ namespace {
 /// \p Bandwidth bytes/s.
 Cluster makeCluster(unsigned NumGPUs, uint64_t Memory = 1 << 20,
                     double Bandwidth = 1e6, bool WithCPU = false) {
-  DeviceType T;
-  T.Name = "t";
-  T.PeakFlops[unsigned(DTypeKind::F32)] = 1e12;
-  T.MemoryBandwidth = 1e11;
-  T.MemoryBytes = Memory;
-  DeviceType C = T;
-  C.Name = "c";
-  C.Kind = DeviceKind::CPU;
-  std::vector<Device> Devs;
-  for (unsigned I = 0; I != NumGPUs; ++I)
-    Devs.push_back({"gpu:" + std::to_string(I), 0});
-  if (WithCPU)
-    Devs.push_back({"cpu:0", 1});
-  std::vector<Link> Links;
-  for (unsigned I = 0; I != Devs.size(); ++I)
-    Links.push_back(
-        {"l" + std::to_string(I), I, unsigned(Devs.size()), Bandwidth, 0});
-  return cantFail(Cluster::create("test", {T, C}, Devs, {"sw"}, Links));
+  return makeStarCluster(NumGPUs, Memory, Bandwidth, WithCPU, Memory);
 }
-
-/// Builds graphs op by op: times on "t" (the CPU type "c" takes three
-/// times as long) and f32 vector results.
-class GraphBuilder {
-public:
-  GraphBuilder() { G.setName("g"); }
-
-  TensorId input(StringRef Name, int64_t Elements = 1) {
-    return G.addInput(Name, TensorType(DTypeKind::F32, {Elements}));
-  }
-  /// An op taking \p Seconds with one result of \p Elements floats.
-  OpId op(StringRef Name, double Seconds, ArrayRef<TensorId> Operands,
-          int64_t Elements = 1, StringRef Type = "Op") {
-    OpId O = G.addOp(Name, "", Type, Operands,
-                     {{Name.str(), TensorType(DTypeKind::F32, {Elements})}});
-    G.getOp(O).Annotations.set("time.t", Attribute::getFloat(Seconds));
-    G.getOp(O).Annotations.set("time.c", Attribute::getFloat(3 * Seconds));
-    return O;
-  }
-  TensorId result(OpId O) { return G.getOp(O).Results[0]; }
-  void annotate(OpId O, StringRef Key, Attribute A) {
-    G.getOp(O).Annotations.set(Key, std::move(A));
-  }
-
-  Graph G;
-};
 
 /// A random DAG of \p NumOps ops: each reads one or two earlier results
 /// (or the input), takes 0.1 to 2 s, and produces 4 to 8000 bytes; with
 /// \p Persistent, some ops keep up to 60 KiB on their device.
 Graph makeRandomGraph(uint64_t Seed, unsigned NumOps, bool Persistent = false) {
   std::mt19937_64 Rng(Seed);
-  GraphBuilder B;
+  GraphBuilder B(/*CPUFactor=*/3);
   std::vector<TensorId> Values{B.input("x")};
   for (unsigned I = 0; I != NumOps; ++I) {
     std::vector<TensorId> Operands{Values[Rng() % Values.size()]};
@@ -96,12 +54,6 @@ Graph makeRandomGraph(uint64_t Seed, unsigned NumOps, bool Persistent = false) {
   }
   B.G.addOutput(Values.back());
   return std::move(B.G);
-}
-
-PlacementProblem buildProblem(const Graph &G, const Cluster &C) {
-  Expected<PlacementProblem> P = PlacementProblem::build(G, C);
-  EXPECT_TRUE(bool(P)) << describe(collectErrors(P.takeError()));
-  return std::move(*P);
 }
 
 /// Runs placer \p Algo with the given own options; fails the test if it
@@ -235,7 +187,7 @@ TEST(AnnealTest, ReturnsPlacementsThatFit) {
 TEST(ExpertTest, LayersRoundRobinInOrderOfFirstOp) {
   // Five layers on three GPUs, named against their order; the layer
   // "z" interleaves with "y" but is numbered by its first op.
-  GraphBuilder B;
+  GraphBuilder B(/*CPUFactor=*/3);
   TensorId X = B.input("x");
   const char *Layers[] = {"z", "y", "x", "w", "v"};
   TensorId Prev = X;
@@ -258,7 +210,7 @@ TEST(ExpertTest, LayersRoundRobinInOrderOfFirstOp) {
 }
 
 TEST(ExpertTest, RecurrentOpsThatWereNotUnrolledAreLayers) {
-  GraphBuilder B;
+  GraphBuilder B(/*CPUFactor=*/3);
   TensorId X = B.input("x");
   OpId Embed = B.op("embed", 1, {X});
   OpId L0 = B.op("lstm0", 4, {B.result(Embed)}, 1, "LSTM");
@@ -278,7 +230,7 @@ TEST(ExpertTest, RecurrentOpsThatWereNotUnrolledAreLayers) {
 
 TEST(ExpertTest, PipelineStagesAreContiguousAndBalanced) {
   // A chain of 30 ops of 1..5 s on three GPUs.
-  GraphBuilder B;
+  GraphBuilder B(/*CPUFactor=*/3);
   TensorId Prev = B.input("x");
   std::mt19937_64 Rng(5);
   double Total = 0;
@@ -338,7 +290,7 @@ TEST(ExpertTest, BranchesGoLongestFirstToTheLeastLoadedDevice) {
   // Five branches of 5, 4, 3, 2 and 1 s between a fork and a join, on two
   // GPUs: 5 -> gpu:0, 4 -> gpu:1, 3 -> gpu:1, 2 -> gpu:0, 1 -> gpu:0 (the
   // first of two equally loaded GPUs).
-  GraphBuilder B;
+  GraphBuilder B(/*CPUFactor=*/3);
   OpId Fork = B.op("fork", 1, {B.input("x")});
   std::vector<TensorId> Ends;
   for (unsigned I = 0; I != 5; ++I) {

@@ -7,6 +7,7 @@
 #include "dp/Sim/Simulator.h"
 
 #include "DiagnosticsTestUtil.h"
+#include "TestGraphs.h"
 
 #include "gtest/gtest.h"
 
@@ -41,36 +42,6 @@ Cluster makeCluster(double LinkBandwidth, double Latency = 0,
                      Latency});
   return cantFail(Cluster::create("test", {T}, Devs, {"sw"}, Links));
 }
-
-/// Builds graphs op by op with times and f32 vector results.
-class GraphBuilder {
-public:
-  GraphBuilder() { G.setName("g"); }
-
-  TensorId input(StringRef Name, int64_t Elements) {
-    return G.addInput(Name, TensorType(DTypeKind::F32, {Elements}));
-  }
-  TensorId weight(StringRef Name, int64_t Elements) {
-    return G.addWeight(Name, TensorType(DTypeKind::F32, {Elements}));
-  }
-  /// An op taking \p Seconds with results of the given element counts.
-  OpId op(StringRef Name, double Seconds, ArrayRef<TensorId> Operands,
-          ArrayRef<int64_t> ResultElements) {
-    std::vector<std::string> Names;
-    for (unsigned I = 0; I != ResultElements.size(); ++I)
-      Names.push_back(Name.str() + "." + std::to_string(I));
-    std::vector<Graph::ResultSpec> Results;
-    for (unsigned I = 0; I != ResultElements.size(); ++I)
-      Results.push_back(
-          {Names[I], TensorType(DTypeKind::F32, {ResultElements[I]})});
-    OpId O = G.addOp(Name, "", "Op", Operands, Results);
-    G.getOp(O).Annotations.set("time.t", Attribute::getFloat(Seconds));
-    return O;
-  }
-  TensorId result(OpId O, unsigned I = 0) { return G.getOp(O).Results[I]; }
-
-  Graph G;
-};
 
 struct SimRun {
   SimResult R;
