@@ -57,7 +57,7 @@
 #include <tuple>
 
 #ifdef DP_HAVE_CBC
-#include <Cbc_C_Interface.h>
+#include "dp/Support/CBC.h"
 #endif
 
 using namespace llvm;
@@ -70,7 +70,8 @@ static constexpr StringRef Algo = "mip";
 static constexpr unsigned FirstGroups = 16;
 static constexpr unsigned DefaultGroups = 256;
 static constexpr double DefaultSeconds = 60;
-/// Larger models are refused: CBC would spend the budget building them.
+/// Larger programs are refused: CBC's first relaxation of one of a million
+/// rows already takes minutes on one thread (docs/placers.md, "mip").
 static constexpr double MaxModelRows = 2e6;
 /// schedule=auto schedules ops where their program has at most this many
 /// constraints, else groups (docs/placers.md, "mip").
@@ -92,59 +93,6 @@ static constexpr EnumEntry<ScheduleKind> ScheduleNames[] = {
 
 #ifdef DP_HAVE_CBC
 namespace {
-
-/// The model's columns and the warm start's values, built row by row.
-class MIPModel {
-public:
-  explicit MIPModel(Cbc_Model *M) : M(M) {}
-
-  int addColumn(double Lower, double Upper, double Objective, bool Integer) {
-    // Unique names: CBC matches a MIP start to the columns by name.
-    std::string Name = "c" + std::to_string(NumCols);
-    Cbc_addCol(M, Name.c_str(), Lower, Upper, Objective, Integer ? 1 : 0, 0,
-               nullptr, nullptr);
-    return NumCols++;
-  }
-  /// sum Coefs[i] * x[Cols[i]] >= Lower.
-  void addRow(ArrayRef<int> Cols, ArrayRef<double> Coefs, double Lower) {
-    Cbc_addRow(M, "", int(Cols.size()), Cols.data(), Coefs.data(), 'G', Lower);
-    ++NumRows;
-    RowBegin.push_back(unsigned(RowCols.size()));
-    RowCols.append(Cols.begin(), Cols.end());
-    RowCoefs.append(Coefs.begin(), Coefs.end());
-    RowLower.push_back(Lower);
-  }
-  /// The largest amount by which \p Values (one per column) fall short of
-  /// a row's lower bound.
-  double getViolation(ArrayRef<double> Values) const {
-    double Worst = 0;
-    for (size_t R = 0; R != RowLower.size(); ++R) {
-      unsigned End =
-          R + 1 == RowLower.size() ? RowCols.size() : RowBegin[R + 1];
-      double Sum = 0;
-      for (unsigned I = RowBegin[R]; I != End; ++I)
-        Sum += RowCoefs[I] * Values[RowCols[I]];
-      Worst = std::max(Worst, RowLower[R] - Sum);
-    }
-    return Worst;
-  }
-  int getNumColumns() const { return NumCols; }
-  uint64_t getNumRows() const { return NumRows; }
-
-private:
-  Cbc_Model *M;
-  int NumCols = 0;
-  uint64_t NumRows = 0;
-  SmallVector<unsigned, 0> RowBegin;
-  SmallVector<int, 0> RowCols;
-  SmallVector<double, 0> RowCoefs, RowLower;
-};
-
-/// Owns a CBC model.
-struct CbcModel {
-  Cbc_Model *M = Cbc_newModel();
-  ~CbcModel() { Cbc_deleteModel(M); }
-};
 
 /// Groups of \p P's units for one level: units on the same device of
 /// \p Placement joined along their heaviest edges, then neighbours in
@@ -462,9 +410,7 @@ Expected<LevelResult> solveLevel(const PlacementProblem &Q, const Jobs &J,
     for (OpId O = 0, E = Q.getGraph().getNumOps(); O != E; ++O)
       Resident[Q.getUnitOf(O)] += double(OpBytes[O]);
   }
-  CbcModel Cbc;
-  Cbc_setLogLevel(Cbc.M, 0);
-  MIPModel Model(Cbc.M);
+  CBCProgram Model;
   std::vector<int> X(size_t(NG) * D, -1), S(N);
   for (unsigned U = 0; U != NG; ++U)
     for (unsigned Dev = 0; Dev != D; ++Dev) {
@@ -483,8 +429,8 @@ Expected<LevelResult> solveLevel(const PlacementProblem &Q, const Jobs &J,
     std::vector<int> Cols;
     for (unsigned Dev = 0; Dev != D; ++Dev)
       Cols.push_back(X[U * D + Dev]);
-    Model.addRow(Cols, std::vector<double>(D, 1.0), 1);
-    Model.addRow(Cols, std::vector<double>(D, -1.0), -1);
+    Model.addRow(Cols, std::vector<double>(D, 1.0), 'G', 1);
+    Model.addRow(Cols, std::vector<double>(D, -1.0), 'G', -1);
   }
   for (unsigned Dev = 0; Dev != D; ++Dev) { // memory, in capacities
     std::vector<int> Cols;
@@ -496,7 +442,7 @@ Expected<LevelResult> solveLevel(const PlacementProblem &Q, const Jobs &J,
         Coefs.push_back(-Resident[U] / Capacity);
       }
     if (!Cols.empty())
-      Model.addRow(Cols, Coefs, -1);
+      Model.addRow(Cols, Coefs, 'G', -1);
   }
   // s[v] - s[u] - sum_d p_d(u) x[u][d] (- t x[u][a] - t x[v][b]) >= (-t).
   auto Precedence = [&](const UnitEdge &E, int A, int B, double Delay) {
@@ -511,7 +457,7 @@ Expected<LevelResult> solveLevel(const PlacementProblem &Q, const Jobs &J,
       Cols.push_back(XOf(E.To, B));
       Coefs.push_back(-Delay);
     }
-    Model.addRow(Cols, Coefs, B >= 0 ? -Delay : 0);
+    Model.addRow(Cols, Coefs, 'G', B >= 0 ? -Delay : 0);
   };
   for (const UnitEdge &E : J.Edges) {
     Precedence(E, -1, -1, 0);
@@ -541,23 +487,23 @@ Expected<LevelResult> solveLevel(const PlacementProblem &Q, const Jobs &J,
           Cols.push_back(XOf(U, Dev));
           Before.push_back(-T(U, Dev));
         }
-        Model.addRow(Cols, Before, -BigM);
+        Model.addRow(Cols, Before, 'G', -BigM);
         // s[u] >= s[v] + sum_d p_d(v) x[g][d] - M o.
         for (unsigned Dev = 0; Dev != D; ++Dev) {
           Cols[3 + Dev] = XOf(V, Dev);
           After.push_back(-T(V, Dev));
         }
-        Model.addRow(Cols, After, 0);
+        Model.addRow(Cols, After, 'G', 0);
         continue;
       }
       for (unsigned Dev = 0; Dev != D; ++Dev) {
         int XU = XOf(U, Dev), XV = XOf(V, Dev);
         // s[v] >= s[u] + p_d(u) - M (1 - o) - M (2 - x[u][d] - x[v][d]):
         // s[v] - s[u] - M o - M x[u][d] - M x[v][d] >= p_d(u) - 3M.
-        Model.addRow({S[V], S[U], O, XU, XV}, {1, -1, -BigM, -BigM, -BigM},
+        Model.addRow({S[V], S[U], O, XU, XV}, {1, -1, -BigM, -BigM, -BigM}, 'G',
                      T(U, Dev) - 3 * BigM);
         // s[u] >= s[v] + p_d(v) - M o - M (2 - x[u][d] - x[v][d]).
-        Model.addRow({S[U], S[V], O, XU, XV}, {1, -1, BigM, -BigM, -BigM},
+        Model.addRow({S[U], S[V], O, XU, XV}, {1, -1, BigM, -BigM, -BigM}, 'G',
                      T(V, Dev) - 2 * BigM);
       }
     }
@@ -568,7 +514,7 @@ Expected<LevelResult> solveLevel(const PlacementProblem &Q, const Jobs &J,
       Cols.push_back(XOf(U, Dev));
       Coefs.push_back(-T(U, Dev));
     }
-    Model.addRow(Cols, Coefs, 0);
+    Model.addRow(Cols, Coefs, 'G', 0);
   }
 
   // The start, as a solution of the program.
@@ -599,7 +545,8 @@ Expected<LevelResult> solveLevel(const PlacementProblem &Q, const Jobs &J,
     }
     Idx.push_back(Makespan);
     Val.push_back(End);
-    Cbc_setMIPStartI(Cbc.M, int(Idx.size()), Idx.data(), Val.data());
+    Model.load();
+    Cbc_setMIPStartI(Model.get(), int(Idx.size()), Idx.data(), Val.data());
     std::vector<double> All(size_t(Model.getNumColumns()), 0);
     for (size_t I = 0; I != Idx.size(); ++I)
       All[Idx[I]] = Val[I];
@@ -610,21 +557,21 @@ Expected<LevelResult> solveLevel(const PlacementProblem &Q, const Jobs &J,
   R.Columns = unsigned(Model.getNumColumns());
   R.Rows = Model.getNumRows();
   if (std::isfinite(Seconds))
-    Cbc_setMaximumSeconds(Cbc.M, Seconds);
+    Cbc_setMaximumSeconds(Model.get(), Seconds);
   if (Nodes)
-    Cbc_setMaximumNodes(Cbc.M, int(std::min<uint64_t>(Nodes, INT32_MAX)));
+    Cbc_setMaximumNodes(Model.get(), int(std::min<uint64_t>(Nodes, INT32_MAX)));
   // CBC 2.10's preprocessing crashes (CglPreProcess::postProcess) when
   // the time limit stops a search of a few thousand columns; without it
   // the search runs on the program as built.
-  Cbc_setParameter(Cbc.M, "preprocess", "off");
-  Cbc_setParameter(Cbc.M, "maxSavedSolutions", "16");
-  Cbc_solve(Cbc.M);
-  const double *Sol = Cbc_bestSolution(Cbc.M); // null: none feasible
+  Cbc_setParameter(Model.get(), "preprocess", "off");
+  Cbc_setParameter(Model.get(), "maxSavedSolutions", "16");
+  Cbc_solve(Model.get());
+  const double *Sol = Cbc_bestSolution(Model.get()); // null: none feasible
   if (!Sol)
     return R;
-  R.Optimal = Cbc_isProvenOptimal(Cbc.M);
-  R.Objective = Cbc_getObjValue(Cbc.M) * Scale;
-  R.Bound = std::max(0.0, Cbc_getBestPossibleObjValue(Cbc.M) * Scale);
+  R.Optimal = Cbc_isProvenOptimal(Model.get());
+  R.Objective = Cbc_getObjValue(Model.get()) * Scale;
+  R.Bound = std::max(0.0, Cbc_getBestPossibleObjValue(Model.get()) * Scale);
   auto Devices = [&](const double *Values) {
     std::vector<uint32_t> Device(NG, 0);
     for (unsigned U = 0; U != NG; ++U)
@@ -634,8 +581,8 @@ Expected<LevelResult> solveLevel(const PlacementProblem &Q, const Jobs &J,
     return Device;
   };
   R.Device = Devices(Sol);
-  for (int I = 0, E = Cbc_numberSavedSolutions(Cbc.M); I != E; ++I) {
-    std::vector<uint32_t> Other = Devices(Cbc_savedSolution(Cbc.M, I));
+  for (int I = 0, E = Cbc_numberSavedSolutions(Model.get()); I != E; ++I) {
+    std::vector<uint32_t> Other = Devices(Cbc_savedSolution(Model.get(), I));
     if (Other != R.Device && !is_contained(R.Others, Other))
       R.Others.push_back(std::move(Other));
   }

@@ -60,7 +60,7 @@
 using namespace llvm;
 
 #ifdef DP_HAVE_CBC
-#include <Cbc_C_Interface.h>
+#include "dp/Support/CBC.h"
 #endif
 
 namespace dp {
@@ -249,19 +249,12 @@ public:
                bool &Solved) {
     // Times in microseconds: the solver's tolerances are absolute.
     const double Scale = 1e6;
-    Cbc_Model *M = Cbc_newModel();
-    Cbc_setLogLevel(M, 0);
-    int Cols = 0;
+    CBCProgram Program;
     auto Col = [&](double Lo, double Hi, double Obj, bool Int) {
-      std::string Name = "c" + std::to_string(Cols);
-      Cbc_addCol(M, Name.c_str(), Lo, Hi, Obj, Int ? 1 : 0, 0, nullptr,
-                 nullptr);
-      return Cols++;
+      return Program.addColumn(Lo, Hi, Obj, Int);
     };
-    auto Row = [&](const std::vector<int> &Idx, const std::vector<double> &Co,
-                   char Sense, double Rhs) {
-      Cbc_addRow(M, "", int(Idx.size()), Idx.data(), Co.data(), Sense, Rhs);
-    };
+    auto Row = [&](ArrayRef<int> Idx, ArrayRef<double> Co, char Sense,
+                   double Rhs) { Program.addRow(Idx, Co, Sense, Rhs); };
     // Jobs: the cut before (of no time), then the segment's ops.
     std::vector<uint32_t> Jobs;
     if (Before != ~0u)
@@ -354,6 +347,8 @@ public:
         Row(Idx, Co, 'G', -Big);
       }
     }
+    Program.load();
+    Cbc_Model *M = Program.get();
     Cbc_setMaximumSeconds(M, std::max(Seconds, 0.01));
     Cbc_setParameter(M, "threads", "1");
     Cbc_solve(M);
@@ -362,7 +357,6 @@ public:
     // bounds nothing.
     bool Failed = Cbc_isProvenInfeasible(M) || Cbc_isAbandoned(M);
     double Bound = Cbc_getBestPossibleObjValue(M);
-    Cbc_deleteModel(M);
     if (Failed || !std::isfinite(Bound) || Bound < 0 || Bound > 2 * Horizon) {
       Solved = false;
       return 0;
