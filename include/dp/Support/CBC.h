@@ -28,9 +28,9 @@ namespace dp {
 
 /// A mixed-integer program for CBC, deleted on scope exit, with CBC's log
 /// off. Columns and rows are collected here and handed to CBC in one
-/// piece by load(): CBC's addRow copies the whole matrix for each row, so
-/// a program of R rows built row by row takes time in R squared (minutes
-/// for a hundred thousand rows).
+/// piece by load(): CBC's addRow resizes the matrix for each row, so a
+/// program built row by row takes time in the square of its rows (8 s for
+/// 32,000 rows, against 6 ms in one piece: dp-bench-mip).
 class CBCProgram {
 public:
   CBCProgram() : M(Cbc_newModel()) { Cbc_setLogLevel(M, 0); }
@@ -87,7 +87,7 @@ public:
     for (int C = 0; C != NumCols; ++C) {
       // Unique names: CBC matches a MIP start to the columns by name.
       std::string Name = "c" + std::to_string(C);
-      Cbc_setColName(M, C, const_cast<char *>(Name.c_str()));
+      Cbc_setColName(M, C, Name.c_str());
       if (ColInteger[C])
         Cbc_setInteger(M, C);
     }
