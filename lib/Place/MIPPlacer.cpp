@@ -70,8 +70,8 @@ static constexpr StringRef Algo = "mip";
 static constexpr unsigned FirstGroups = 16;
 static constexpr unsigned DefaultGroups = 256;
 static constexpr double DefaultSeconds = 60;
-/// Larger programs are refused: CBC's first relaxation of one of a million
-/// rows already takes minutes on one thread (docs/placers.md, "mip").
+/// Larger programs are refused: CBC overruns seconds= on large ones (one
+/// of a million rows took 243 s with seconds=60; docs/placers.md, "mip").
 static constexpr double MaxModelRows = 2e6;
 /// schedule=auto schedules ops where their program has at most this many
 /// constraints, else groups (docs/placers.md, "mip").
