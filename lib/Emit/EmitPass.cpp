@@ -7,6 +7,7 @@
 #include "dp/Emit/EmitPass.h"
 #include "dp/Emit/Emit.h"
 #include "dp/Emit/PlacedModel.h"
+#include "dp/Emit/Schedule.h"
 #include "dp/IR/Bytecode.h"
 #include "dp/IR/TextFormat.h"
 #include "dp/Sim/SimulatePass.h"
@@ -374,9 +375,12 @@ private:
   Emitter E;
   /// Graphviz's dot, for render=svg.
   std::string Dot;
-  /// The user's model, mapped to S, for onnx and split.
+  /// The user's model, mapped to S, for onnx and split, its segments and
+  /// the schedule that both write.
   std::unique_ptr<MemoryBuffer> ModelBuffer;
   Optional<PlacedModel> PM;
+  Optional<ModelSegments> Segments;
+  StepSchedule Schedule;
   DeviceMap Map;
   /// The rendered graph, for the HTML report.
   std::string GraphSVG;
@@ -407,10 +411,9 @@ Error EmitRun::writeFormat(EmitFormatKind K) {
 
 Error EmitRun::prepare() {
   if (Opts.has(EmitFormatKind::ONNX) || Opts.has(EmitFormatKind::Split)) {
-    Expected<std::unique_ptr<MemoryBuffer>> Buf =
-        getUserModel(Opts, Ctx,
-                     Opts.has(EmitFormatKind::ONNX) ? EmitFormatKind::ONNX
-                                                    : EmitFormatKind::Split);
+    EmitFormatKind Why = Opts.has(EmitFormatKind::ONNX) ? EmitFormatKind::ONNX
+                                                        : EmitFormatKind::Split;
+    Expected<std::unique_ptr<MemoryBuffer>> Buf = getUserModel(Opts, Ctx, Why);
     if (!Buf)
       return Buf.takeError();
     ModelBuffer = std::move(*Buf);
@@ -422,6 +425,13 @@ Error EmitRun::prepare() {
     if (!Built)
       return Built.takeError();
     PM.emplace(std::move(*Built));
+    // One segmentation and one schedule, which the placed model and the
+    // split manifest both carry.
+    Expected<ModelSegments> Segs = PM->segment(getEmitFormatName(Why));
+    if (!Segs)
+      return Segs.takeError();
+    Segments.emplace(std::move(*Segs));
+    Schedule = computeStepSchedule(S, *PM, *Segments);
   }
   if (Opts.has(EmitFormatKind::DeviceMap)) {
     Map = computeDeviceMap(S);
@@ -432,7 +442,8 @@ Error EmitRun::prepare() {
 }
 
 Error EmitRun::writePlacedModel() {
-  std::unique_ptr<onnx::ModelProto> Placed = PM->makePlacedModel();
+  std::unique_ptr<onnx::ModelProto> Placed =
+      PM->makePlacedModel(*Segments, Schedule);
   if (Error Err = checkONNXModel(*Placed, "the placed model"))
     return Err;
   std::string Path = E.getPath(EmitFormatKind::ONNX);
@@ -443,7 +454,7 @@ Error EmitRun::writePlacedModel() {
 }
 
 Error EmitRun::writeSplit() {
-  Expected<SplitModel> Split = PM->split();
+  Expected<SplitModel> Split = PM->split(*Segments);
   if (!Split)
     return Split.takeError();
   // Segment files beside the manifest, named after their devices and
@@ -453,7 +464,8 @@ Error EmitRun::writeSplit() {
   if (!Base.consume_back(".split.json"))
     Base.consume_back(".json");
   std::vector<std::string> Files, Paths, Whats;
-  for (const SplitModel::Segment &Seg : Split->Segments) {
+  for (unsigned K = 0, N = Split->Segments.size(); K != N; ++K) {
+    const SplitModel::Segment &Seg = Split->Segments[K];
     StringRef DevName = C.getDevices()[Seg.Device].Name;
     std::string Path = Base.str() + "." + sanitizeForFileName(DevName) + "." +
                        std::to_string(Seg.IndexOnDevice) + ".onnx";
@@ -461,20 +473,22 @@ Error EmitRun::writeSplit() {
       Path.insert(Path.size() - 5, "_");
     std::string What =
         "segment " + std::to_string(Seg.IndexOnDevice) + " on " + DevName.str();
-    if (Error Err = checkONNXModel(*Seg.Model, "the submodel of " + What))
+    if (Error Err =
+            checkONNXModel(*Split->Models[K], "the submodel of " + What))
       return Err;
     Paths.push_back(Path);
     Files.push_back(sys::path::filename(Path).str());
     Whats.push_back("submodel of " + What);
   }
   for (unsigned I = 0, N = Paths.size(); I != N; ++I) {
-    if (Error Err = writeONNXModel(Paths[I], *Split->Segments[I].Model))
+    if (Error Err = writeONNXModel(Paths[I], *Split->Models[I]))
       return Err;
     E.wrote(Paths[I], Whats[I]);
   }
-  return E.write(
-      Manifest, getFormat(EmitFormatKind::Split).Description,
-      [&](raw_ostream &OS) { writeSplitManifest(OS, S, *PM, *Split, Files); });
+  return E.write(Manifest, getFormat(EmitFormatKind::Split).Description,
+                 [&](raw_ostream &OS) {
+                   writeSplitManifest(OS, S, *PM, *Split, Files, Schedule);
+                 });
 }
 
 Error EmitRun::writeDotFiles() {

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dp/Emit/PlacedModel.h"
+#include "dp/Emit/Schedule.h"
 #include "dp/Import/ONNXImporter.h"
 #include "dp/Import/ONNXWalk.h"
 #include "dp/Support/Diagnostics.h"
@@ -41,6 +42,8 @@ PlacedModel::~PlacedModel() = default;
 static constexpr StringLiteral ClusterKey = "dp.cluster";
 static constexpr StringLiteral DeviceKey = "dp.device";
 static constexpr StringLiteral SegmentKey = "dp.segment";
+static constexpr StringLiteral ScheduleKey = "dp.schedule";
+static constexpr StringLiteral PredictedKey = "dp.predicted";
 
 Expected<PlacedModel> PlacedModel::build(MemoryBufferRef Buffer,
                                          const PlacedStep &S) {
@@ -111,11 +114,74 @@ static std::string makePlacementJSON(const PlacedModel &PM, const Cluster &C,
   return OS.str();
 }
 
-std::unique_ptr<onnx::ModelProto> PlacedModel::makePlacedModel() const {
+/// The dp.schedule value: the segments in run order with their devices
+/// and nodes, and the order of the schedule's items.
+static std::string makeScheduleJSON(const PlacedModel &PM, const Cluster &C,
+                                    const ModelSegments &Segs,
+                                    const StepSchedule &Schedule) {
+  std::string Text;
+  raw_string_ostream OS(Text);
+  json::OStream J(OS);
+  J.object([&] {
+    J.attribute("version", int64_t(ScheduleFormatVersion));
+    J.attributeArray("segments", [&] {
+      for (unsigned K = 0, E = Segs.Segments.size(); K != E; ++K)
+        J.object([&] {
+          J.attribute("device",
+                      C.getDevices()[Segs.Segments[K].Device].Name);
+          // In the order the segment's nodes ran in the simulated step.
+          J.attributeArray("nodes", [&] {
+            for (unsigned I : Schedule.Nodes[K])
+              J.value(PM.getNodeNames()[I]);
+          });
+        });
+    });
+    J.attributeBegin("order");
+    writeScheduleOrder(J, Schedule.Order);
+    J.attributeEnd();
+  });
+  return OS.str();
+}
+
+/// The dp.predicted value: the simulated step, and the busy time and peak
+/// memory of every device the placement uses, in the cluster's order.
+static std::string makePredictedJSON(const PlacedStep &S,
+                                     const StepSchedule &Schedule) {
+  const Cluster &C = *S.C;
+  std::vector<bool> Used(C.getNumDevices());
+  for (uint32_t Dev : S.Placement)
+    Used[Dev] = true;
+  std::string Text;
+  raw_string_ostream OS(Text);
+  json::OStream J(OS);
+  J.object([&] {
+    J.attribute("step_s", S.Result.StepTime);
+    J.attribute("mode", Schedule.Training ? "train" : "inference");
+    J.attributeArray("devices", [&] {
+      for (unsigned Dev = 0, E = C.getNumDevices(); Dev != E; ++Dev)
+        if (Used[Dev])
+          J.object([&] {
+            J.attribute("device", C.getDevices()[Dev].Name);
+            J.attribute("type", C.getDeviceType(Dev).Name);
+            J.attribute("busy_s", S.Result.BusyTime[Dev]);
+            J.attribute("peak_bytes", int64_t(S.Result.PeakBytes[Dev]));
+          });
+    });
+    J.attribute("cluster", C.getName());
+  });
+  return OS.str();
+}
+
+std::unique_ptr<onnx::ModelProto>
+PlacedModel::makePlacedModel(const ModelSegments &Segs,
+                             const StepSchedule &Schedule) const {
   auto Out = std::make_unique<onnx::ModelProto>(*Model);
   setMetadata(*Out, ONNXPlacementKey,
               makePlacementJSON(*this, *S->C, [](unsigned) { return true; }));
   setMetadata(*Out, ClusterKey, S->C->getName());
+  setMetadata(*Out, ScheduleKey,
+              makeScheduleJSON(*this, *S->C, Segs, Schedule));
+  setMetadata(*Out, PredictedKey, makePredictedJSON(*S, Schedule));
   return Out;
 }
 
@@ -283,13 +349,14 @@ private:
 } // namespace
 
 /// The bytes of a tensor: from the placed graph when it kept the tensor,
-/// else from a static type.
+/// else from a static type (which may take shape inference to find).
 static Optional<uint64_t> getTensorBytes(const Graph &G, StringRef Name,
-                                         const onnx::TypeProto *TP) {
+                                         TypeFinder &Types) {
   TensorId T = G.lookupTensor(Name);
   if (T != NoId)
     if (Optional<int64_t> B = G.getTensor(T).Type.getSizeInBytes())
       return uint64_t(*B);
+  const onnx::TypeProto *TP = Types.find(Name);
   if (!TP || !TP->has_tensor_type() || !TP->tensor_type().has_shape())
     return None;
   TensorType Type;
@@ -437,26 +504,29 @@ static void copyModelFields(const onnx::ModelProto &M, onnx::ModelProto &Out) {
 }
 
 namespace {
-/// Cuts a placed model into one submodel per segment (PlacedModel::split):
-/// the dataflow between the model's nodes, a topological order of them,
-/// their segments, the tensors that cross segments, then each segment's
-/// model.
+/// Cuts a placed model into segments (PlacedModel::segment): the dataflow
+/// between the model's nodes, a topological order of them, their segments
+/// and the tensors that cross segments; and makes each segment's model
+/// (PlacedModel::split).
 class ModelSplitter {
 public:
   ModelSplitter(const PlacedModel &PM, const PlacedStep &S, StringRef File)
       : PM(PM), S(S), File(File), OG(PM.getModel().graph()), C(*S.C),
-        N(OG.node_size()), Types(PM.getModel(), *S.G) {}
+        N(OG.node_size()), Types(PM.getModel(), *S.G) {
+    findDataflow();
+  }
 
-  Expected<SplitModel> run();
+  Expected<ModelSegments> segment(StringRef Format);
+  Expected<SplitModel> split(const ModelSegments &Segs);
 
 private:
   void findDataflow();
-  Error sortNodes();
-  void assignSegments();
-  void findTransfers();
+  Error sortNodes(StringRef Format);
+  void assignSegments(ModelSegments &Segs);
+  void findTransfers(ModelSegments &Segs);
   Error addValue(google::protobuf::RepeatedPtrField<onnx::ValueInfoProto> &List,
                  StringRef Name, const onnx::ValueInfoProto *Declared);
-  Error buildSegmentModel(unsigned K);
+  Error buildSegmentModel(SplitModel &Split, unsigned K);
 
   const PlacedModel &PM;
   const PlacedStep &S;
@@ -478,7 +548,6 @@ private:
   /// The tensors that cross segments.
   StringSet<> Crossing;
   StringMap<const onnx::ValueInfoProto *> DeclaredInputs, DeclaredOutputs;
-  SplitModel Split;
 };
 } // namespace
 
@@ -502,7 +571,7 @@ void ModelSplitter::findDataflow() {
 
 /// A topological order, the model's where the dataflow allows (ONNX wants
 /// nodes sorted; import-onnx accepts them unsorted).
-Error ModelSplitter::sortNodes() {
+Error ModelSplitter::sortNodes(StringRef Format) {
   Position.resize(N);
   std::vector<unsigned> Pending(N);
   std::vector<SmallVector<unsigned, 2>> Users(N);
@@ -531,13 +600,14 @@ Error ModelSplitter::sortNodes() {
     ++Stuck;
   return make_error<LocatedError>(
       DiagLocation{File.str(), 0, 0, PM.getNodeNames()[Stuck], ""},
-      "emit{format=split}: the model's nodes form a cycle through this "
-      "node; the model must be the one the graph was imported from");
+      "emit{format=" + Format +
+          "}: the model's nodes form a cycle through this node; the model "
+          "must be the one the graph was imported from");
 }
 
-/// Segments the nodes in their sorted order, and gives the split its
+/// Segments the nodes in their sorted order, and gives \p Segs its
 /// segments with their nodes.
-void ModelSplitter::assignSegments() {
+void ModelSplitter::assignSegments(ModelSegments &Segs) {
   std::vector<unsigned> Devices(N);
   std::vector<std::vector<unsigned>> Sorted(N);
   for (unsigned K = 0; K != N; ++K) {
@@ -545,25 +615,25 @@ void ModelSplitter::assignSegments() {
     for (unsigned P : Producers[Order[K]])
       Sorted[K].push_back(Position[P]);
   }
-  Segmentation Segs = computeSegments(Devices, Sorted);
+  Segmentation Cut = computeSegments(Devices, Sorted);
   // By node index, as the rest uses it.
   SegmentOf.resize(N);
   for (unsigned K = 0; K != N; ++K)
-    SegmentOf[Order[K]] = Segs.SegmentOf[K];
-  unsigned NumSegs = Segs.getNumSegments();
-  Split.Segments.resize(NumSegs);
+    SegmentOf[Order[K]] = Cut.SegmentOf[K];
+  unsigned NumSegs = Cut.getNumSegments();
+  Segs.Segments.resize(NumSegs);
   std::vector<unsigned> PerDevice(C.getNumDevices());
   for (unsigned K = 0; K != NumSegs; ++K) {
-    Split.Segments[K].Device = Segs.Device[K];
-    Split.Segments[K].IndexOnDevice = PerDevice[Segs.Device[K]]++;
+    Segs.Segments[K].Device = Cut.Device[K];
+    Segs.Segments[K].IndexOnDevice = PerDevice[Cut.Device[K]]++;
   }
   for (unsigned I : Order)
-    Split.Segments[SegmentOf[I]].Nodes.push_back(I);
+    Segs.Segments[SegmentOf[I]].Nodes.push_back(I);
 }
 
 /// The segments that read each tensor that crosses segments, and the
 /// segments each segment runs after.
-void ModelSplitter::findTransfers() {
+void ModelSplitter::findTransfers(ModelSegments &Segs) {
   StringMap<SmallVector<unsigned, 2>> ReadBy;
   for (unsigned I : Order) {
     unsigned To = SegmentOf[I];
@@ -574,12 +644,12 @@ void ModelSplitter::findTransfers() {
       SmallVector<unsigned, 2> &Readers = ReadBy[T];
       if (!is_contained(Readers, To))
         Readers.push_back(To);
-      SmallVector<unsigned, 4> &After = Split.Segments[To].After;
+      SmallVector<unsigned, 4> &After = Segs.Segments[To].After;
       if (!is_contained(After, SegmentOf[It->second]))
         After.push_back(SegmentOf[It->second]);
     }
   }
-  for (SplitModel::Segment &Seg : Split.Segments)
+  for (ModelSegments::Segment &Seg : Segs.Segments)
     llvm::sort(Seg.After);
   // In the order their producers run.
   for (unsigned I : Order) {
@@ -593,8 +663,8 @@ void ModelSplitter::findTransfers() {
       X.From = SegmentOf[I];
       X.To = std::move(It->second);
       llvm::sort(X.To);
-      Crossing.insert(Out);
-      Split.Transfers.push_back(std::move(X));
+      X.Bytes = getTensorBytes(*S.G, X.Name, Types);
+      Segs.Transfers.push_back(std::move(X));
     }
   }
 }
@@ -620,9 +690,9 @@ Error ModelSplitter::addValue(
   return Error::success();
 }
 
-/// Makes the model of segment \p K.
-Error ModelSplitter::buildSegmentModel(unsigned K) {
-  SplitModel::Segment &Seg = Split.Segments[K];
+/// Makes the model of segment \p K of \p Split.
+Error ModelSplitter::buildSegmentModel(SplitModel &Split, unsigned K) {
+  const ModelSegments::Segment &Seg = Split.Segments[K];
   auto Part = std::make_unique<onnx::ModelProto>();
   // The model's own fields, without its graph (and the weights in it).
   copyModelFields(PM.getModel(), *Part);
@@ -694,31 +764,48 @@ Error ModelSplitter::buildSegmentModel(unsigned K) {
   setMetadata(*Part, ClusterKey, C.getName());
   setMetadata(*Part, DeviceKey, DevName);
   setMetadata(*Part, SegmentKey, std::to_string(K));
-  Seg.Model = std::move(Part);
+  Split.Models[K] = std::move(Part);
   return Error::success();
 }
 
-Expected<SplitModel> ModelSplitter::run() {
-  findDataflow();
-  if (Error E = sortNodes())
+Expected<ModelSegments> ModelSplitter::segment(StringRef Format) {
+  if (Error E = sortNodes(Format))
     return std::move(E);
-  assignSegments();
-  findTransfers();
-  for (SegmentTensor &X : Split.Transfers)
-    X.Bytes = getTensorBytes(*S.G, X.Name, Types.find(X.Name));
+  ModelSegments Segs;
+  assignSegments(Segs);
+  findTransfers(Segs);
+  return std::move(Segs);
+}
 
+Expected<SplitModel> ModelSplitter::split(const ModelSegments &Segs) {
+  SplitModel Split;
+  static_cast<ModelSegments &>(Split) = Segs;
+  for (const SegmentTensor &X : Split.Transfers)
+    Crossing.insert(X.Name);
   for (const auto &VI : OG.input())
     DeclaredInputs[VI.name()] = &VI;
   for (const auto &VI : OG.output())
     DeclaredOutputs[VI.name()] = &VI;
+  Split.Models.resize(Split.Segments.size());
   for (unsigned K = 0, E = Split.Segments.size(); K != E; ++K)
-    if (Error Err = buildSegmentModel(K))
+    if (Error Err = buildSegmentModel(Split, K))
       return std::move(Err);
   return std::move(Split);
 }
 
+Expected<ModelSegments> PlacedModel::segment(StringRef Format) const {
+  return ModelSplitter(*this, *S, File).segment(Format);
+}
+
+Expected<SplitModel> PlacedModel::split(const ModelSegments &Segs) const {
+  return ModelSplitter(*this, *S, File).split(Segs);
+}
+
 Expected<SplitModel> PlacedModel::split() const {
-  return ModelSplitter(*this, *S, File).run();
+  Expected<ModelSegments> Segs = segment("split");
+  if (!Segs)
+    return Segs.takeError();
+  return split(*Segs);
 }
 
 //===----------------------------------------------------------------------===//
@@ -754,7 +841,8 @@ Error writeONNXModel(StringRef Path, const onnx::ModelProto &M) {
 
 void writeSplitManifest(raw_ostream &OS, const PlacedStep &S,
                         const PlacedModel &PM, const SplitModel &Split,
-                        ArrayRef<std::string> Files) {
+                        ArrayRef<std::string> Files,
+                        const StepSchedule &Schedule) {
   const Cluster &C = *S.C;
   const onnx::GraphProto &OG = PM.getModel().graph();
   auto DeviceName = [&](unsigned Segment) -> StringRef {
@@ -767,7 +855,7 @@ void writeSplitManifest(raw_ostream &OS, const PlacedStep &S,
     J.attributeArray("segments", [&] {
       for (unsigned I = 0, E = Split.Segments.size(); I != E; ++I) {
         const SplitModel::Segment &Seg = Split.Segments[I];
-        const onnx::GraphProto &PG = Seg.Model->graph();
+        const onnx::GraphProto &PG = Split.Models[I]->graph();
         J.object([&] {
           J.attribute("index", int64_t(I));
           J.attribute("device", DeviceName(I));
@@ -818,6 +906,9 @@ void writeSplitManifest(raw_ostream &OS, const PlacedStep &S,
         });
       }
     });
+    J.attributeBegin("order");
+    writeScheduleOrder(J, Schedule.Order);
+    J.attributeEnd();
   });
   OS << '\n';
 }

@@ -1,4 +1,4 @@
-//===- EmitTest.cpp - Mapping ops to the user's model, and splitting it ---===//
+//===- EmitTest.cpp - Ops mapped to the user's model, split, scheduled ----===//
 //
 // Part of the dp project.
 //
@@ -7,6 +7,7 @@
 #include "dp/Emit/Emit.h"
 #include "dp/Emit/EmitPass.h"
 #include "dp/Emit/PlacedModel.h"
+#include "dp/Emit/Schedule.h"
 #include "dp/IR/TextFormat.h"
 #include "dp/Import/ONNXImporter.h"
 #include "dp/Sim/SimulatePass.h"
@@ -224,7 +225,7 @@ TEST(Split, SegmentsRunInOrder) {
   std::vector<int> SegmentOf(OG.node_size(), -1);
   llvm::StringMap<unsigned> MadeBy;
   for (unsigned K = 0; K != Split->Segments.size(); ++K) {
-    const onnx::ModelProto &M = *Split->Segments[K].Model;
+    const onnx::ModelProto &M = *Split->Models[K];
     EXPECT_FALSE(bool(checkONNXModel(M, "segment")));
     for (const onnx::ValueInfoProto &VI : M.graph().input()) {
       if (VI.name() == "x")
@@ -289,9 +290,9 @@ unsorted (float[64] x) => (float[64] y) {
   ASSERT_TRUE(bool(Split)) << llvm::toString(Split.takeError());
   ASSERT_EQ(Split->Segments.size(), 3u);
   std::vector<std::vector<unsigned>> Nodes;
-  for (const SplitModel::Segment &Seg : Split->Segments) {
-    EXPECT_FALSE(bool(checkONNXModel(*Seg.Model, "segment")));
-    Nodes.push_back(Seg.Nodes);
+  for (unsigned K = 0; K != Split->Segments.size(); ++K) {
+    EXPECT_FALSE(bool(checkONNXModel(*Split->Models[K], "segment")));
+    Nodes.push_back(Split->Segments[K].Nodes);
   }
   EXPECT_EQ(Nodes, (std::vector<std::vector<unsigned>>{{1}, {0}, {2}}));
 }
@@ -366,6 +367,98 @@ TEST(Segments, RandomGraphsGiveADag) {
           Producers[I].push_back(P);
     }
     segmentAndCheck(Devices, Producers);
+  }
+}
+
+using Afters = std::vector<llvm::SmallVector<unsigned, 4>>;
+
+/// "F0 B0 ...": \p Order in short.
+std::string formatOrder(ArrayRef<ScheduleItem> Order) {
+  std::string Out;
+  for (const ScheduleItem &Item : Order)
+    Out += (Out.empty() ? "" : " ") +
+           std::string(Item.Kind == ScheduleItemKind::Forward ? "F" : "B") +
+           std::to_string(Item.Segment);
+  return Out;
+}
+
+/// Checks that \p Order holds every item once and is a linear extension of
+/// the dependencies of the segments \p After gives.
+void checkLinearExtension(const Afters &After, bool Training,
+                          ArrayRef<ScheduleItem> Order) {
+  unsigned N = After.size();
+  ASSERT_EQ(Order.size(), Training ? 2 * N : N);
+  std::vector<int> Fwd(N, -1), Bwd(N, -1);
+  for (unsigned P = 0; P != Order.size(); ++P) {
+    ASSERT_LT(Order[P].Segment, N);
+    std::vector<int> &Of =
+        Order[P].Kind == ScheduleItemKind::Forward ? Fwd : Bwd;
+    int &Slot = Of[Order[P].Segment];
+    EXPECT_EQ(Slot, -1) << "item " << P << " twice";
+    Slot = P;
+  }
+  for (unsigned K = 0; K != N; ++K) {
+    for (unsigned J : After[K]) {
+      EXPECT_LT(Fwd[J], Fwd[K]) << "forward " << J << " before forward " << K;
+      if (Training) {
+        EXPECT_LT(Bwd[K], Bwd[J])
+            << "backward " << K << " before backward " << J;
+      }
+    }
+    if (Training) {
+      EXPECT_LT(Fwd[K], Bwd[K]) << "forward " << K << " before its backward";
+    }
+  }
+}
+
+TEST(Schedule, KeysThatContradictTheDependenciesStillGiveAnOrder) {
+  // 0 -> {1, 2} -> 3, and 4 alone. The forward keys fall along every
+  // dependency and the backward keys rise along every backward one, as if
+  // each item had started before the items it waits for.
+  Afters After = {{}, {0}, {0}, {1, 2}, {}};
+  std::vector<double> Fwd = {10, 9, 8, 7, -1};
+  std::vector<double> Bwd = {-5, -4, -3, -2, -100};
+  std::vector<ScheduleItem> Order = orderScheduleItems(After, Fwd, Bwd);
+  checkLinearExtension(After, /*Training=*/true, Order);
+  // Among the ready items, the smallest key: B4 as soon as F4 is done, F2
+  // before F1, B1 before B2.
+  EXPECT_EQ(formatOrder(Order), "F4 B4 F0 F2 F1 F3 B3 B1 B2 B0");
+
+  std::vector<ScheduleItem> Inference = orderScheduleItems(After, Fwd, {});
+  checkLinearExtension(After, /*Training=*/false, Inference);
+  EXPECT_EQ(formatOrder(Inference), "F4 F0 F2 F1 F3");
+}
+
+TEST(Schedule, TiesGoForwardFirstThenBySegment) {
+  // With equal keys, F1 comes before B0 (ready once F0 is done), and B0
+  // before B1.
+  Afters After = {{}, {}};
+  std::vector<ScheduleItem> Order = orderScheduleItems(After, {0, 0}, {0, 0});
+  checkLinearExtension(After, /*Training=*/true, Order);
+  EXPECT_EQ(formatOrder(Order), "F0 F1 B0 B1");
+}
+
+TEST(Schedule, RandomKeysGiveALinearExtension) {
+  std::mt19937 Rng(11);
+  for (unsigned Trial = 0; Trial != 300; ++Trial) {
+    unsigned N = 1 + Rng() % 30;
+    Afters After(N);
+    for (unsigned K = 0; K != N; ++K)
+      for (unsigned J = 0; J != K; ++J)
+        if (Rng() % 4 == 0)
+          After[K].push_back(J);
+    std::vector<double> Fwd(N), Bwd(N);
+    for (unsigned K = 0; K != N; ++K) {
+      // Few distinct values, so that ties are common.
+      Fwd[K] = double(Rng() % 5) - 2;
+      Bwd[K] = double(Rng() % 5) - 2;
+    }
+    bool Training = Trial % 2;
+    std::vector<ScheduleItem> Order = orderScheduleItems(
+        After, Fwd, Training ? ArrayRef<double>(Bwd) : ArrayRef<double>());
+    checkLinearExtension(After, Training, Order);
+    if (::testing::Test::HasFailure())
+      break;
   }
 }
 

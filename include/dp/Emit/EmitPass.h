@@ -8,11 +8,13 @@
 /// `emit{format=F+F...,out=PREFIX|DIR/,model=FILE,F=FILE,render=svg}`
 /// writes the placed graph in the forms people's tools take (docs/emit.md):
 ///
-///   onnx        PREFIX.placed.onnx    the user's model, each node's device
+///   onnx        PREFIX.placed.onnx    the user's model, each node's device,
+///                                     the schedule and the simulated step
 ///                                     in its metadata
 ///   split       PREFIX.<device>.<k>.onnx  one submodel per segment (a
-///               PREFIX.split.json     run of one device's nodes), and
-///                                     the order they run in
+///               PREFIX.split.json     run of one device's nodes), the
+///                                     order they run in, and the
+///                                     schedule's order
 ///   json        PREFIX.placement.json placement by op, node and group, and
 ///                                     the simulator's summary
 ///   device-map  PREFIX.device_map.json  module path -> device (accelerate)

@@ -9,8 +9,9 @@
 /// the model itself with the placement recorded in its metadata
 /// (emit{format=onnx}), or cut into segments, each a run of one device's
 /// nodes that runs as a whole, with the tensors that cross segments as
-/// their inputs and outputs (emit{format=split}). docs/emit.md describes
-/// both forms.
+/// their inputs and outputs (emit{format=split}). Both forms carry the
+/// same segments and the order a runtime runs them in (dp/Emit/Schedule.h).
+/// docs/emit.md describes both forms.
 ///
 //===----------------------------------------------------------------------===//
 
@@ -36,6 +37,8 @@ class ModelProto;
 } // namespace onnx
 
 namespace dp {
+
+struct StepSchedule;
 
 /// How the nodes of a placed model are cut into segments: runs of one
 /// device's nodes that can each run as a whole (one session), in an order
@@ -81,25 +84,31 @@ struct SegmentTensor {
   llvm::Optional<uint64_t> Bytes;
 };
 
-/// The model cut into segments (Segmentation), one submodel each, and the
-/// tensors that pass between them.
-struct SplitModel {
+/// The model's nodes cut into segments (Segmentation), and the tensors
+/// that pass between them: what split() makes one submodel of each, and
+/// what the schedule (dp/Emit/Schedule.h) orders.
+struct ModelSegments {
   struct Segment {
     unsigned Device = 0;
     /// Its position among its device's segments (0 for the first).
     unsigned IndexOnDevice = 0;
-    /// Its nodes, by index in the model, in the order split() ran them:
-    /// the model's when its nodes are sorted (as ONNX wants), otherwise
-    /// the model's where the dataflow allows.
+    /// Its nodes, by index in the model, in the order the split runs
+    /// them: the model's when its nodes are sorted (as ONNX wants),
+    /// otherwise the model's where the dataflow allows.
     std::vector<unsigned> Nodes;
     /// The segments whose tensors it reads, ascending; all before it.
     llvm::SmallVector<unsigned, 4> After;
-    std::unique_ptr<onnx::ModelProto> Model;
   };
   /// In run order.
   std::vector<Segment> Segments;
   /// In the order the model's nodes produce them.
   std::vector<SegmentTensor> Transfers;
+};
+
+/// The model cut into segments, one submodel each.
+struct SplitModel : ModelSegments {
+  /// By segment.
+  std::vector<std::unique_ptr<onnx::ModelProto>> Models;
 
   SplitModel();
   SplitModel(SplitModel &&);
@@ -123,15 +132,27 @@ public:
   llvm::ArrayRef<std::string> getNodeNames() const { return NodeNames; }
   llvm::ArrayRef<unsigned> getNodeDevices() const { return NodeDevices; }
 
-  /// The model with the placement recorded in its metadata: `dp.placement`
-  /// (node name to device name, JSON) and `dp.cluster`.
-  std::unique_ptr<onnx::ModelProto> makePlacedModel() const;
+  /// The model with the placement and the schedule recorded in its
+  /// metadata: `dp.placement` (node name to device name, JSON),
+  /// `dp.cluster`, `dp.schedule` (\p Segs, the segments of segment(), and
+  /// the order of \p Schedule) and `dp.predicted` (the simulated step).
+  std::unique_ptr<onnx::ModelProto>
+  makePlacedModel(const ModelSegments &Segs,
+                  const StepSchedule &Schedule) const;
 
-  /// One submodel per segment (Segmentation): its nodes in model order,
-  /// the initializers they read, graph inputs and tensors from earlier
-  /// segments as inputs, graph outputs and tensors that other segments
-  /// read as outputs. Fails when a tensor that crosses segments has no
-  /// known type, or the model's nodes form a cycle.
+  /// Cuts the model's nodes into segments (Segmentation) and finds the
+  /// tensors that cross them, without making submodels. Fails when the
+  /// model's nodes form a cycle; \p Format names the format that needed
+  /// the segments in that error.
+  llvm::Expected<ModelSegments> segment(llvm::StringRef Format) const;
+
+  /// One submodel per segment of \p Segs (from segment()): its nodes in
+  /// that order, the initializers they read, graph inputs and tensors from
+  /// earlier segments as inputs, graph outputs and tensors that other
+  /// segments read as outputs. Fails when a tensor that crosses segments
+  /// has no known type.
+  llvm::Expected<SplitModel> split(const ModelSegments &Segs) const;
+  /// segment(), then split() of its segments.
   llvm::Expected<SplitModel> split() const;
 
 private:
@@ -154,12 +175,14 @@ llvm::Error checkONNXModel(const onnx::ModelProto &M, llvm::StringRef What);
 llvm::Error writeONNXModel(llvm::StringRef Path, const onnx::ModelProto &M);
 
 /// Writes the manifest of a split model: its segments in run order (index,
-/// device, file, nodes, inputs, outputs, the segments it runs after) and
-/// the tensors that cross segments (name, producer node, segments,
-/// devices, bytes, order). \p Files are the segments' file names.
+/// device, file, nodes, inputs, outputs, the segments it runs after), the
+/// tensors that cross segments (name, producer node, segments, devices,
+/// bytes, order), and the order of \p Schedule's items. \p Files are the
+/// segments' file names.
 void writeSplitManifest(llvm::raw_ostream &OS, const PlacedStep &S,
                         const PlacedModel &PM, const SplitModel &Split,
-                        llvm::ArrayRef<std::string> Files);
+                        llvm::ArrayRef<std::string> Files,
+                        const StepSchedule &Schedule);
 
 } // namespace dp
 

@@ -1,0 +1,227 @@
+//===- Schedule.cpp - The order a runtime follows -------------------------===//
+//
+// Part of the dp project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dp/Emit/Schedule.h"
+#include "dp/IR/Annotations.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringMap.h"
+
+#include "onnx/onnx_pb.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <queue>
+
+using namespace llvm;
+
+namespace dp {
+
+StringRef getScheduleItemKindName(ScheduleItemKind K) {
+  switch (K) {
+  case ScheduleItemKind::Forward:
+    return "forward";
+  case ScheduleItemKind::Backward:
+    return "backward";
+  }
+  llvm_unreachable("a schedule item kind without a name");
+}
+
+std::vector<ScheduleItem>
+orderScheduleItems(ArrayRef<SmallVector<unsigned, 4>> After,
+                   ArrayRef<double> ForwardKeys,
+                   ArrayRef<double> BackwardKeys) {
+  unsigned NumSegs = After.size();
+  assert(ForwardKeys.size() == NumSegs && "a forward key per segment");
+  assert((BackwardKeys.empty() || BackwardKeys.size() == NumSegs) &&
+         "a backward key per segment, or none");
+  bool Training = !BackwardKeys.empty();
+  // Items: forward k is k, backward k is NumSegs + k, so that comparing
+  // (key, item) breaks ties forward first, then by segment.
+  unsigned NumItems = Training ? 2 * NumSegs : NumSegs;
+  auto KeyOf = [&](unsigned Item) {
+    return Item < NumSegs ? ForwardKeys[Item] : BackwardKeys[Item - NumSegs];
+  };
+  std::vector<SmallVector<unsigned, 4>> Next(NumItems);
+  std::vector<unsigned> Pending(NumItems);
+  auto AddEdge = [&](unsigned From, unsigned To) {
+    Next[From].push_back(To);
+    ++Pending[To];
+  };
+  for (unsigned K = 0; K != NumSegs; ++K) {
+    for (unsigned J : After[K]) {
+      assert(J < NumSegs && J != K && "a dependency on another segment");
+      // After lists each segment once; a repeat would count twice.
+      assert(count(After[K], J) == 1 && "a segment listed once");
+      AddEdge(J, K);
+      if (Training)
+        AddEdge(NumSegs + K, NumSegs + J);
+    }
+    if (Training)
+      AddEdge(K, NumSegs + K);
+  }
+
+  using Entry = std::pair<double, unsigned>;
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> Ready;
+  for (unsigned I = 0; I != NumItems; ++I) {
+    assert(!std::isnan(KeyOf(I)) && "keys are ordered");
+    if (!Pending[I])
+      Ready.push({KeyOf(I), I});
+  }
+  std::vector<ScheduleItem> Order;
+  Order.reserve(NumItems);
+  while (!Ready.empty()) {
+    unsigned I = Ready.top().second;
+    Ready.pop();
+    Order.push_back(
+        I < NumSegs ? ScheduleItem{ScheduleItemKind::Forward, I}
+                    : ScheduleItem{ScheduleItemKind::Backward, I - NumSegs});
+    for (unsigned U : Next[I])
+      if (!--Pending[U])
+        Ready.push({KeyOf(U), U});
+  }
+  assert(Order.size() == NumItems && "the segments' dependencies are acyclic");
+  return Order;
+}
+
+/// Each segment's nodes in the order they ran in the simulated step
+/// (StepSchedule::Nodes). A node's key is the start of its first forward
+/// op, raised to the keys of the nodes of its segment it reads from, so
+/// that a stable sort by key keeps every producer before its readers
+/// (the split's order is topological).
+static std::vector<std::vector<unsigned>>
+orderSegmentNodes(const PlacedStep &S, const PlacedModel &PM,
+                  const ModelSegments &Segs) {
+  const Graph &G = *S.G;
+  ArrayRef<std::string> Names = PM.getNodeNames();
+  StringMap<unsigned> ModelIndex;
+  for (unsigned I = 0, E = Names.size(); I != E; ++I)
+    ModelIndex[Names[I]] = I;
+  std::vector<double> Key(Names.size(), 0);
+  std::vector<bool> HasKey(Names.size());
+  for (OpId O = 0, E = G.getNumOps(); O != E; ++O) {
+    if (S.Origin[O].empty())
+      continue;
+    StringRef Phase = ann::getString(G.getOp(O), ann::Phase);
+    if (Phase == "backward" || Phase == "update" || Phase == "loss")
+      continue;
+    auto It = ModelIndex.find(S.Origin[O]);
+    if (It == ModelIndex.end())
+      continue;
+    double Start = S.Result.Ops[O].Start;
+    unsigned I = It->second;
+    Key[I] = HasKey[I] ? std::min(Key[I], Start) : Start;
+    HasKey[I] = true;
+  }
+  const onnx::GraphProto &OG = PM.getModel().graph();
+  std::vector<std::vector<unsigned>> Out;
+  Out.reserve(Segs.Segments.size());
+  for (const ModelSegments::Segment &Seg : Segs.Segments) {
+    StringMap<double> Made;
+    for (unsigned I : Seg.Nodes) {
+      for (const std::string &In : OG.node(I).input()) {
+        auto It = Made.find(In);
+        if (It != Made.end())
+          Key[I] = std::max(Key[I], It->second);
+      }
+      for (const std::string &Res : OG.node(I).output())
+        if (!Res.empty())
+          Made[Res] = Key[I];
+    }
+    std::vector<unsigned> Nodes = Seg.Nodes;
+    llvm::stable_sort(Nodes,
+                      [&](unsigned A, unsigned B) { return Key[A] < Key[B]; });
+    Out.push_back(std::move(Nodes));
+  }
+  return Out;
+}
+
+StepSchedule computeStepSchedule(const PlacedStep &S, const PlacedModel &PM,
+                                 const ModelSegments &Segs) {
+  const Graph &G = *S.G;
+  unsigned NumSegs = Segs.Segments.size();
+  // The segment of every node of S, through its node of the model.
+  std::vector<unsigned> SegmentOfNode(S.Nodes.size(), ~0u);
+  for (unsigned K = 0; K != NumSegs; ++K)
+    for (unsigned I : Segs.Segments[K].Nodes) {
+      auto It = S.NodeIndex.find(PM.getNodeNames()[I]);
+      if (It != S.NodeIndex.end())
+        SegmentOfNode[It->second] = K;
+    }
+
+  StepSchedule Sched;
+  Sched.Training = any_of(G.ops(), [](const Op &Node) {
+    return ann::getString(Node, ann::Phase) == "backward";
+  });
+  // Per item: the latest end and the sum of the durations of its ops.
+  struct Span {
+    double End = 0, Busy = 0;
+    bool HasOps = false;
+  };
+  std::vector<Span> Forward(NumSegs), Backward(NumSegs);
+  const std::vector<OpInterval> &Times = S.Result.Ops;
+  assert(Times.size() == G.getNumOps() && "the timeline was recorded");
+  for (OpId O = 0, E = G.getNumOps(); O != E; ++O) {
+    if (S.Origin[O].empty())
+      continue;
+    StringRef Phase = ann::getString(G.getOp(O), ann::Phase);
+    if (Phase == "update" || Phase == "loss")
+      continue;
+    auto It = S.NodeIndex.find(S.Origin[O]);
+    assert(It != S.NodeIndex.end() && "every origin is a node");
+    unsigned K = SegmentOfNode[It->second];
+    assert(K < NumSegs && "every node is in a segment");
+    Span &Item = Phase == "backward" ? Backward[K] : Forward[K];
+    Item.End = Item.HasOps ? std::max(Item.End, Times[O].End) : Times[O].End;
+    Item.Busy += Times[O].End - Times[O].Start;
+    Item.HasOps = true;
+  }
+
+  // After lists only earlier segments, so a forward item's dependencies
+  // have their keys when it gets its own.
+  Sched.ForwardKeys.resize(NumSegs);
+  for (unsigned K = 0; K != NumSegs; ++K) {
+    if (Forward[K].HasOps) {
+      Sched.ForwardKeys[K] = Forward[K].End - Forward[K].Busy;
+      continue;
+    }
+    double Key = 0;
+    for (unsigned J : Segs.Segments[K].After) {
+      assert(J < K && "segments read only from earlier segments");
+      Key = std::max(Key, Sched.ForwardKeys[J]);
+    }
+    Sched.ForwardKeys[K] = Key;
+  }
+  if (Sched.Training) {
+    Sched.BackwardKeys.resize(NumSegs);
+    for (unsigned K = 0; K != NumSegs; ++K)
+      Sched.BackwardKeys[K] = Backward[K].HasOps
+                                  ? Backward[K].End - Backward[K].Busy
+                                  : Sched.ForwardKeys[K];
+  }
+
+  std::vector<SmallVector<unsigned, 4>> After;
+  After.reserve(NumSegs);
+  for (const ModelSegments::Segment &Seg : Segs.Segments)
+    After.push_back(Seg.After);
+  Sched.Order =
+      orderScheduleItems(After, Sched.ForwardKeys, Sched.BackwardKeys);
+  Sched.Nodes = orderSegmentNodes(S, PM, Segs);
+  return Sched;
+}
+
+void writeScheduleOrder(json::OStream &J, ArrayRef<ScheduleItem> Order) {
+  J.array([&] {
+    for (const ScheduleItem &Item : Order)
+      J.array([&] {
+        J.value(getScheduleItemKindName(Item.Kind));
+        J.value(int64_t(Item.Segment));
+      });
+  });
+}
+
+} // namespace dp
