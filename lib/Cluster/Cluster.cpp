@@ -103,6 +103,10 @@ static void checkLinks(ArrayRef<Link> Links, unsigned NumNodes, ReportFn Err) {
       Err("link '" + L.Name + "' needs a positive bandwidth");
     if (L.Latency < 0 || !(L.Latency < std::numeric_limits<double>::infinity()))
       Err("link '" + L.Name + "' has a negative or infinite latency");
+    for (double Speed : {L.SpeedWhileSending, L.SpeedWhileReceiving})
+      if (!(Speed > 0) || Speed > 1)
+        Err("link '" + L.Name + "' has a speed while sending or receiving "
+                                "outside (0, 1]");
   }
 }
 

@@ -527,6 +527,29 @@ private:
   }
 
   /// A quantity that must be positive and finite.
+  /// A speed: a number in (0, 1] (YAML scalars arrive as text).
+  Optional<double> readSpeed(const DocNode &V) {
+    Optional<double> X;
+    double Parsed;
+    if (V.Kind == DocNode::NodeKind::Number)
+      X = V.Number;
+    else if (V.Kind == DocNode::NodeKind::String &&
+             !StringRef(V.Text).trim().getAsDouble(Parsed))
+      X = Parsed;
+    if (!X) {
+      error(V, "expected a speed (a number in (0, 1]), not " +
+                   (V.Kind == DocNode::NodeKind::String
+                        ? "'" + V.Text + "'"
+                        : describeKind(V).str()));
+      return None;
+    }
+    if (!(*X > 0) || *X > 1) {
+      error(V, "a speed must be in (0, 1], not '" + describeValue(V) + "'");
+      return None;
+    }
+    return X;
+  }
+
   Optional<double> readPositive(const DocNode &N, QuantityKind K) {
     Optional<double> V = readQuantity(N, K);
     if (V && !(*V > 0 && *V < std::numeric_limits<double>::infinity())) {
@@ -602,7 +625,12 @@ static const StringRef TypeKeys[] = {"name",       "kind",
 static const StringRef TypeRequiredKeys[] = {"name", "kind", "peak_flops",
                                              "memory_bandwidth", "memory"};
 static const StringRef DeviceKeys[] = {"name", "type"};
-static const StringRef LinkKeys[] = {"name", "between", "bandwidth", "latency"};
+static const StringRef LinkKeys[] = {"name",
+                                     "between",
+                                     "bandwidth",
+                                     "latency",
+                                     "speed_while_sending",
+                                     "speed_while_receiving"};
 static const StringRef LinkRequiredKeys[] = {"between", "bandwidth"};
 static const StringRef SharedKeys[] = {"devices", "speed"};
 
@@ -862,6 +890,18 @@ void ClusterReader::readLinks(const DocNode &N) {
       else
         OK = false;
     }
+    for (auto [Key, Field] : {std::make_pair("speed_while_sending",
+                                             &Link::SpeedWhileSending),
+                              std::make_pair("speed_while_receiving",
+                                             &Link::SpeedWhileReceiving)}) {
+      const DocNode *V = L.lookup(Key);
+      if (!V)
+        continue;
+      if (Optional<double> X = readSpeed(*V))
+        Out.*Field = *X;
+      else
+        OK = false;
+    }
     if (OK)
       Links.push_back(std::move(Out));
   }
@@ -920,28 +960,14 @@ void ClusterReader::readShared(const DocNode &N) {
                "group are busy, like [1, 0.5]")) {
       for (const DocNode &V : SpeedNode->Children) {
         bool First = &V == &SpeedNode->Children.front();
-        // YAML scalars arrive as text.
-        Optional<double> X;
-        double Parsed;
-        if (V.Kind == DocNode::NodeKind::Number)
-          X = V.Number;
-        else if (V.Kind == DocNode::NodeKind::String &&
-                 !StringRef(V.Text).trim().getAsDouble(Parsed))
-          X = Parsed;
-        if (!X) {
-          error(V, "expected a speed (a number in (0, 1]), not " +
-                       (V.Kind == DocNode::NodeKind::String
-                            ? "'" + V.Text + "'"
-                            : describeKind(V).str()));
-          OK = false;
-          continue;
+        Optional<double> X = readSpeed(V);
+        if (X && First && *X != 1) {
+          error(V, "the first speed must be 1 (one busy device runs at "
+                   "its own speed), not '" +
+                       describeValue(V) + "'");
+          X = None;
         }
-        if (!(*X > 0) || *X > 1 || (First && *X != 1)) {
-          error(V, First
-                       ? "the first speed must be 1 (one busy device runs at "
-                         "its own speed), not '" + describeValue(V) + "'"
-                       : "a speed must be in (0, 1], not '" +
-                             describeValue(V) + "'");
+        if (!X) {
           OK = false;
           continue;
         }

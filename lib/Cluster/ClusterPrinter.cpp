@@ -141,7 +141,12 @@ void printCluster(raw_ostream &OS, const Cluster &C) {
          << left_justify(Ends[I], EndsWidth) << "  "
          << formatFigure(L.Bandwidth / 1e9) << " GB/s  "
          << formatFigure(L.Latency / 1e-6) << " us  " << RoutesPerChannel[2 * I]
-         << " / " << RoutesPerChannel[2 * I + 1] << '\n';
+         << " / " << RoutesPerChannel[2 * I + 1];
+      if (L.SpeedWhileSending != 1 || L.SpeedWhileReceiving != 1)
+        OS << "  (ends keep " << formatFigure(L.SpeedWhileSending)
+           << " of their speed sending, "
+           << formatFigure(L.SpeedWhileReceiving) << " receiving)";
+      OS << '\n';
     }
   }
 

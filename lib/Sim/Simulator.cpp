@@ -19,6 +19,9 @@ namespace dp {
 
 static constexpr uint32_t None = ~0u;
 static constexpr uint64_t TransferTag = uint64_t(1) << 63;
+/// With TransferTag: the transfer begins (its route was busy when it was
+/// requested) rather than ends.
+static constexpr uint64_t TransferStartTag = uint64_t(1) << 62;
 static constexpr unsigned MaxDevices = 64;
 
 //===----------------------------------------------------------------------===//
@@ -154,24 +157,53 @@ Simulator::Simulator(const SimGraph &G) : G(G), C(*G.C) {
     GroupDevices.push_back(Grp.Devices);
     GroupSpeed.push_back(Grp.Speed);
   }
-  GroupBusy.resize(GroupDevices.size());
   RunningOp.resize(D);
   Generation.resize(D);
   WorkLeft.resize(D);
   LastUpdate.resize(D);
   StartedAt.resize(D);
+  Rate.assign(D, 1.0);
+  Running.resize(D);
   RouteBegin.push_back(0);
+  RouteSendSpeed.assign(size_t(D) * D, 1.0);
+  RouteRecvSpeed.assign(size_t(D) * D, 1.0);
+  SendSpeed.assign(D, 1.0);
+  RecvSpeed.assign(D, 1.0);
+  ArrayRef<Link> Links = C.getLinks();
   for (unsigned Src = 0; Src != D; ++Src) {
     for (unsigned Dst = 0; Dst != D; ++Dst) {
-      for (unsigned Ch : C.getRoute(Src, Dst))
+      ArrayRef<unsigned> Route = C.getRoute(Src, Dst);
+      for (unsigned Ch : Route)
         RouteChannels.push_back(Ch);
       RouteBegin.push_back(RouteChannels.size());
       bool Same = Src == Dst;
       RouteLatency.push_back(Same ? 0 : C.getRouteLatency(Src, Dst));
       RouteSecondsPerByte.push_back(Same ? 0
                                          : 1 / C.getRouteBandwidth(Src, Dst));
+      if (Route.empty())
+        continue;
+      // Channel 2L runs over link L.
+      double Send = Links[Route.front() / 2].SpeedWhileSending;
+      double Recv = Links[Route.back() / 2].SpeedWhileReceiving;
+      RouteSendSpeed[size_t(Src) * D + Dst] = Send;
+      RouteRecvSpeed[size_t(Src) * D + Dst] = Recv;
+      SendSpeed[Src] = std::min(SendSpeed[Src], Send);
+      RecvSpeed[Dst] = std::min(RecvSpeed[Dst], Recv);
+      LoadsEnds |= Send < 1 || Recv < 1;
     }
   }
+  Sending.resize(D);
+  Receiving.resize(D);
+  // A device whose ops can slow down needs a group: one of its own when
+  // it shares nothing.
+  if (LoadsEnds)
+    for (unsigned Dev = 0; Dev != D; ++Dev)
+      if (GroupOf[Dev] < 0 && (SendSpeed[Dev] < 1 || RecvSpeed[Dev] < 1)) {
+        GroupOf[Dev] = GroupDevices.size();
+        GroupDevices.push_back({Dev});
+        GroupSpeed.push_back({1.0});
+      }
+  GroupBusy.resize(GroupDevices.size());
 }
 
 void Simulator::push(double Time, uint64_t Payload) {
@@ -235,26 +267,51 @@ void Simulator::release(uint32_t T, unsigned Dev) {
 
 /// The end event of the op running on \p Dev, at its current rate; a new
 /// generation makes the earlier end events of the device stale.
-void Simulator::pushOpEnd(unsigned Dev, double Now) {
+double Simulator::getRate(unsigned Dev) const {
   unsigned Grp = GroupOf[Dev];
-  double Rate = GroupSpeed[Grp][GroupBusy[Grp] - 1];
+  double R = GroupSpeed[Grp][GroupBusy[Grp] - 1];
+  if (Sending[Dev])
+    R *= SendSpeed[Dev];
+  if (Receiving[Dev])
+    R *= RecvSpeed[Dev];
+  return R;
+}
+
+void Simulator::pushOpEnd(unsigned Dev, double Now) {
+  Rate[Dev] = getRate(Dev);
   ++Generation[Dev];
-  push(Now + WorkLeft[Dev] / Rate,
+  push(Now + WorkLeft[Dev] / Rate[Dev],
        uint64_t(RunningOp[Dev]) | uint64_t(Generation[Dev]) << 32);
+}
+
+void Simulator::rerate(unsigned Dev, double Now) {
+  WorkLeft[Dev] =
+      std::max(0.0, WorkLeft[Dev] - (Now - LastUpdate[Dev]) * Rate[Dev]);
+  LastUpdate[Dev] = Now;
+  pushOpEnd(Dev, Now);
 }
 
 void Simulator::reshare(unsigned Grp, int Delta, double Now,
                         unsigned Except) {
-  unsigned Busy0 = GroupBusy[Grp];
-  double Rate = Busy0 ? GroupSpeed[Grp][Busy0 - 1] : 1;
-  GroupBusy[Grp] = Busy0 + Delta;
-  for (unsigned Dev : GroupDevices[Grp]) {
-    if (!Busy[Dev] || Dev == Except)
-      continue;
-    WorkLeft[Dev] =
-        std::max(0.0, WorkLeft[Dev] - (Now - LastUpdate[Dev]) * Rate);
-    LastUpdate[Dev] = Now;
-    pushOpEnd(Dev, Now);
+  GroupBusy[Grp] += Delta;
+  for (unsigned Dev : GroupDevices[Grp])
+    if (Running[Dev] && Dev != Except)
+      rerate(Dev, Now);
+}
+
+void Simulator::loadEnds(unsigned Src, unsigned Dst, int Delta, double Now) {
+  size_t Pair = size_t(Src) * G.NumDevices + Dst;
+  if (RouteSendSpeed[Pair] < 1) {
+    bool Was = Sending[Src];
+    Sending[Src] += Delta;
+    if (bool(Sending[Src]) != Was && Running[Src])
+      rerate(Src, Now);
+  }
+  if (RouteRecvSpeed[Pair] < 1) {
+    bool Was = Receiving[Dst];
+    Receiving[Dst] += Delta;
+    if (bool(Receiving[Dst]) != Was && Running[Dst])
+      rerate(Dst, Now);
   }
 }
 
@@ -276,6 +333,7 @@ void Simulator::startOp(uint32_t Op, unsigned Dev, double Now, SimResult &R) {
   WorkLeft[Dev] = Time;
   LastUpdate[Dev] = Now;
   reshare(GroupOf[Dev], +1, Now, Dev);
+  Running[Dev] = 1;
   pushOpEnd(Dev, Now);
 }
 
@@ -331,6 +389,12 @@ void Simulator::makeAvailable(uint32_t T, unsigned Dev, double Now,
       R.Transfers.push_back(
           TransferRecord{T, uint16_t(Dev), uint16_t(Dst), Start, End});
     push(End, TransferTag | (uint64_t(T) * D + Dst));
+    if (LoadsEnds && (RouteSendSpeed[Pair] < 1 || RouteRecvSpeed[Pair] < 1)) {
+      if (Start > Now)
+        push(Start, TransferTag | TransferStartTag | (uint64_t(T) * D + Dst));
+      else
+        loadEnds(Dev, Dst, +1, Now);
+    }
   }
 }
 
@@ -346,6 +410,9 @@ void Simulator::reset(SimResult &R) {
   std::fill(Live.begin(), Live.end(), 0);
   std::fill(GroupBusy.begin(), GroupBusy.end(), 0);
   std::fill(Generation.begin(), Generation.end(), 0);
+  std::fill(Running.begin(), Running.end(), 0);
+  std::fill(Sending.begin(), Sending.end(), 0);
+  std::fill(Receiving.begin(), Receiving.end(), 0);
   R.StepTime = 0;
   R.OOM = false;
   R.OOMDevice = 0;
@@ -425,6 +492,8 @@ void Simulator::finishTransfer(uint64_t Key, double Now, SimResult &R) {
   unsigned D = G.NumDevices;
   uint32_t T = uint32_t(Key / D);
   unsigned Dst = unsigned(Key % D);
+  if (LoadsEnds)
+    loadEnds(Home[T], Dst, -1, Now);
   makeAvailable(T, Dst, Now, R);
   // The copy at home has one transfer fewer to serve.
   if (--Uses[size_t(T) * D + Home[T]] == 0)
@@ -475,7 +544,12 @@ void Simulator::run(ArrayRef<uint32_t> Placement, SimResult &R,
     Event E = pop();
     double Now = E.Time;
     if (E.Payload & TransferTag) {
-      finishTransfer(E.Payload & ~TransferTag, Now, R);
+      uint64_t Key = E.Payload & ~(TransferTag | TransferStartTag);
+      if (E.Payload & TransferStartTag)
+        loadEnds(Home[Key / G.NumDevices], unsigned(Key % G.NumDevices), +1,
+                 Now);
+      else
+        finishTransfer(Key, Now, R);
       continue;
     }
     uint32_t Op = uint32_t(E.Payload);
@@ -485,6 +559,7 @@ void Simulator::run(ArrayRef<uint32_t> Placement, SimResult &R,
         continue; // The op's end has moved since.
       // The device stays busy until its queue is looked at below: readers
       // woken here on it must queue, not start.
+      Running[Dev] = 0;
       reshare(GroupOf[Dev], -1, Now, Dev);
     }
     if (Now >= R.StepTime) {

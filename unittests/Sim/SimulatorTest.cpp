@@ -411,6 +411,97 @@ TEST(SimulatorTest, AGroupThatNeverSlowsChangesNothing) {
   }
 }
 
+/// Two devices joined by one link whose ends do the copying: while a
+/// transfer is in flight the sender keeps \p Send of its speed and the
+/// receiver \p Recv.
+Cluster makeCopyingCluster(double Bandwidth, double Send, double Recv,
+                           double Latency = 0, uint64_t Memory = 1 << 20) {
+  Cluster Plain = makeCluster(Bandwidth, Latency, Memory);
+  std::vector<Link> Links = Plain.getLinks().vec();
+  Links[0].SpeedWhileSending = Send;
+  Links[0].SpeedWhileReceiving = Recv;
+  return cantFail(Cluster::create("copying", Plain.getTypes().vec(),
+                                  Plain.getDevices().vec(), {}, Links));
+}
+
+TEST(SimulatorTest, ATransferSlowsTheOpsAtItsEnds) {
+  // a (1 s) on g0 makes 4 bytes that r reads on g1; s1 (2 s) runs on g0
+  // after a, s2 (3 s) on g1 from the start. Over a 4 B/s link the
+  // transfer runs 1-2 s: s1 keeps half its speed then, s2 a quarter.
+  GraphBuilder B;
+  OpId A = B.op("a", 1, {B.input("x", 1)}, {1});
+  OpId S1 = B.op("s1", 2, {B.result(A)}, {1});
+  OpId S2 = B.op("s2", 3, {B.input("y", 1)}, {1});
+  OpId R = B.op("r", 1, {B.result(A), B.result(S2)}, {1});
+  B.G.addOutput(B.result(S1));
+  B.G.addOutput(B.result(R));
+  SimRun Sim;
+  Sim.simulate(B.G, makeCopyingCluster(4, 0.5, 0.25), {0, 0, 1, 1});
+  // s1: 0.5 s of work done by t = 2, the other 1.5 s alone: ends at 3.5.
+  EXPECT_DOUBLE_EQ(Sim.R.Ops[S1].Start, 1);
+  EXPECT_DOUBLE_EQ(Sim.R.Ops[S1].End, 3.5);
+  // s2: 1 s by t = 1, 0.25 s more by t = 2, 1.75 s alone: ends at 3.75.
+  EXPECT_DOUBLE_EQ(Sim.R.Ops[S2].End, 3.75);
+  EXPECT_DOUBLE_EQ(Sim.R.Ops[R].Start, 3.75);
+  EXPECT_DOUBLE_EQ(Sim.R.StepTime, 4.75);
+  EXPECT_DOUBLE_EQ(Sim.R.BusyTime[0], 1 + 2.5);
+  EXPECT_DOUBLE_EQ(Sim.R.BusyTime[1], 3.75 + 1);
+
+  // With a copy engine (speeds 1) the ops keep their times.
+  SimRun Engine;
+  Engine.simulate(B.G, makeCopyingCluster(4, 1, 1), {0, 0, 1, 1});
+  EXPECT_DOUBLE_EQ(Engine.R.Ops[S1].End, 3);
+  EXPECT_DOUBLE_EQ(Engine.R.Ops[S2].End, 3);
+  EXPECT_DOUBLE_EQ(Engine.R.StepTime, 4);
+}
+
+TEST(SimulatorTest, AQueuedTransferSlowsItsEndsOnlyOnceItMoves) {
+  // Two 4-byte tensors leave g0 for g1 at t = 1 over a 4 B/s link: the
+  // second waits for the first (1-2) and moves 2-3. s (4 s) runs on g1
+  // from t = 0 at half speed while either moves: 1 s by t = 1, 1 s more
+  // by t = 3, the last 2 s alone.
+  GraphBuilder B;
+  OpId A = B.op("a", 1, {B.input("x", 1)}, {1, 1});
+  OpId S = B.op("s", 4, {B.input("y", 1)}, {1});
+  OpId R1 = B.op("r1", 1, {B.result(A, 0), B.result(S)}, {1});
+  OpId R2 = B.op("r2", 1, {B.result(A, 1)}, {1});
+  B.G.addOutput(B.result(R1));
+  B.G.addOutput(B.result(R2));
+  SimRun Sim;
+  Sim.simulate(B.G, makeCopyingCluster(4, 1, 0.5), {0, 1, 1, 1});
+  ASSERT_EQ(Sim.R.Transfers.size(), 2u);
+  EXPECT_DOUBLE_EQ(Sim.R.Transfers[1].Start, 2);
+  EXPECT_DOUBLE_EQ(Sim.R.Ops[S].End, 5);
+}
+
+TEST(SimulatorTest, EndsThatKeepFullSpeedChangeNothing) {
+  // A link whose ends keep all their speed gives the timeline of a plain
+  // link, on random DAGs and placements.
+  Cluster Plain = makeCluster(1e6, 1e-4, 1 << 30);
+  Cluster Same = makeCopyingCluster(1e6, 1, 1, 1e-4, 1 << 30);
+  uint64_t Seed = 777;
+  auto Next = [&](uint64_t N) {
+    Seed = Seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (Seed >> 33) % N;
+  };
+  for (unsigned Trial = 0; Trial != 10; ++Trial) {
+    GraphBuilder B;
+    std::vector<TensorId> Values{B.input("x", 1)};
+    std::vector<uint32_t> Placement;
+    for (unsigned I = 0; I != 40; ++I) {
+      OpId O = B.op("op" + std::to_string(I), 0.001 * (1 + Next(50)),
+                    {Values[Next(Values.size())]}, {int64_t(1 + Next(4096))});
+      Values.push_back(B.result(O));
+      Placement.push_back(Next(2));
+    }
+    B.G.addOutput(Values.back());
+    SimRun A, S;
+    A.simulate(B.G, Plain, Placement);
+    S.simulate(B.G, Same, Placement);
+    EXPECT_DOUBLE_EQ(A.R.StepTime, S.R.StepTime) << "trial " << Trial;
+  }
+}
+
 TEST(SimulatorTest, RunsAreRepeatableWithOneSimulator) {
   GraphBuilder B;
   TensorId X = B.input("x", 1);

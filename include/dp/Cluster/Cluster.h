@@ -83,6 +83,13 @@ struct Link {
   double Bandwidth = 0;
   /// Seconds added to every transfer over the link.
   double Latency = 0;
+  /// The share of its speed a device keeps for its ops while a transfer
+  /// it sends (receives) over this link is in flight: 1 when a copy
+  /// engine moves the data, less when the device's own processor does
+  /// (CPU workers over gloo: docs/clusters.md). A route's source takes
+  /// the figure of its first link, its destination that of its last.
+  double SpeedWhileSending = 1;
+  double SpeedWhileReceiving = 1;
 };
 
 /// Devices that share execution resources: the hardware threads of one

@@ -26,6 +26,10 @@
 ///   workspace lives while its op runs; weights, graph inputs, graph
 ///   outputs and ops' persistent bytes (optimizer state) stay for the whole
 ///   step. A weight or input lives on the device of its first reader.
+/// - a link may have its ends do the copying (CPU workers, no copy
+///   engine): while a transfer over it is in flight, an op on the sending
+///   device progresses at Link::SpeedWhileSending of its rate, one on the
+///   receiving device at SpeedWhileReceiving.
 ///
 /// The simulator is the reward function of every learned placer, so the
 /// problem is compiled once into flat arrays (SimGraph) and each run
@@ -191,7 +195,16 @@ private:
   /// of \p Now, then, with \p Delta devices more (or fewer) busy, each
   /// op's new end. \p Except is left for the caller.
   void reshare(unsigned Grp, int Delta, double Now, unsigned Except);
+  /// The op running on \p Dev (a device with a variable rate): its work
+  /// left as of \p Now at the rate it ran, then its end at today's rate.
+  void rerate(unsigned Dev, double Now);
+  /// The rate of an op on \p Dev now: its group's speed for the busy
+  /// count, times what the transfers in flight at its ends leave it.
+  double getRate(unsigned Dev) const;
   void pushOpEnd(unsigned Dev, double Now);
+  /// A transfer over a route whose ends lose speed while it is in flight
+  /// (Link::SpeedWhileSending, SpeedWhileReceiving) begins or ends.
+  void loadEnds(unsigned Src, unsigned Dst, int Delta, double Now);
 
   const SimGraph &G;
   const Cluster &C;
@@ -227,6 +240,19 @@ private:
   std::vector<unsigned> GroupBusy;
   std::vector<uint32_t> RunningOp, Generation;
   std::vector<double> WorkLeft, LastUpdate, StartedAt;
+  /// Per device: the rate its running op has progressed at since
+  /// LastUpdate, and whether an op runs (Busy stays set while a finished
+  /// op's device looks at its queue).
+  std::vector<double> Rate;
+  std::vector<uint8_t> Running;
+  /// Transfers whose ends lose speed: whether any route has such ends;
+  /// per route, the speed its source and destination keep; per device,
+  /// the transfers in flight it sends and receives, and the lowest speed
+  /// among the routes of each.
+  bool LoadsEnds = false;
+  std::vector<double> RouteSendSpeed, RouteRecvSpeed;
+  std::vector<unsigned> Sending, Receiving;
+  std::vector<double> SendSpeed, RecvSpeed;
   /// What made each op start: the op or transfer it waited for last.
   std::vector<uint32_t> WaitedOn;
   std::vector<double> ReadyTime;
