@@ -63,6 +63,16 @@ static constexpr StringLiteral BackwardPrefix =
 /// decimals, and ts + dur rounds in the last bit of a 12-digit number.
 static constexpr double NestingSlack = 5e-4;
 
+/// The metadata event in which dp's PyTorch runtime records the profiler's
+/// own cost (python/dp_torch/profiling.py).
+static constexpr StringLiteral OverheadEventName = "dp_profiler_overhead";
+
+/// The least time, in microseconds, an event keeps once the profiler's
+/// overhead is taken off (or its duration, if shorter): the overhead is a
+/// median, so an event that seems to take less ran for a time the trace
+/// cannot tell, and torch without Kineto stamps whole microseconds.
+static constexpr double MinCorrectedMicros = 1;
+
 /// An ONNX Runtime profile is a list with "Node" and "Session" events; a
 /// Chrome trace in the JSON array format (PyTorch without Kineto) has
 /// neither, but has events with a "ph".
@@ -115,6 +125,15 @@ struct TraceEvent {
     return Kind != TraceEventKind::Device &&
            Kind != TraceEventKind::DeviceRegion;
   }
+};
+
+/// What the profiler adds to the duration of an event, in microseconds: a
+/// region's own cost, and the cost of each event recorded inside it.
+struct ProfilerOverhead {
+  double RegionMicros = 0;
+  double EventMicros = 0;
+  /// The JSON path of the event that gave the figures.
+  std::string Path;
 };
 
 /// Collects times by name and reports errors at JSON paths.
@@ -223,6 +242,9 @@ private:
     if (!Event)
       return error(Path, "expected an event object");
     Optional<StringRef> Phase = Event->getString("ph");
+    Optional<StringRef> MetaName = Event->getString("name");
+    if (Phase && *Phase == "M" && MetaName && *MetaName == OverheadEventName)
+      return readOverhead(*Event, Path);
     if (!Phase || *Phase != "X")
       return Error::success();
     TraceEvent T;
@@ -284,6 +306,31 @@ private:
     return Error::success();
   }
 
+  /// Reads the "args" of the runtime's overhead event \p Event at \p Path.
+  Error readOverhead(const json::Object &Event, const std::string &Path) {
+    if (Overhead)
+      return error(Path, "a second \"" + OverheadEventName +
+                             "\" event (the first is at " + Overhead->Path +
+                             ")");
+    const json::Object *Args = Event.getObject("args");
+    if (!Args)
+      return error(Path + ".args", "expected an object with the numbers "
+                                   "\"region_us\" and \"op_us\"");
+    ProfilerOverhead O;
+    O.Path = Path;
+    for (auto [Key, Out] : {std::make_pair("region_us", &O.RegionMicros),
+                            std::make_pair("op_us", &O.EventMicros)}) {
+      const json::Value *V = Args->get(Key);
+      Optional<double> Micros = V ? V->getAsNumber() : None;
+      if (!Micros || *Micros < 0)
+        return error(Path + ".args[\"" + Key + "\"]",
+                     "expected a non-negative number of microseconds");
+      *Out = *Micros;
+    }
+    Overhead = std::move(O);
+    return Error::success();
+  }
+
   /// Times every named event, and the backward of every region.
   Error attributeTrace();
 
@@ -297,6 +344,9 @@ private:
   /// Each event's time in microseconds.
   Expected<std::vector<double>>
   computeEventTimes(const EventNesting &Nest) const;
+  /// Takes the profiler's overhead off the host times \p Time.
+  void removeOverhead(const EventNesting &Nest,
+                      MutableArrayRef<double> Time) const;
 
   /// The regions that own the autograd nodes.
   struct NodeOwners {
@@ -321,6 +371,7 @@ private:
   std::vector<TraceEvent> Trace;
   StringMap<unsigned> Threads;
   bool HasKernels = false;
+  Optional<ProfilerOverhead> Overhead;
 };
 } // namespace
 
@@ -484,11 +535,33 @@ void ProfileReader::attributeBackward(const EventNesting &Nest,
     Durations.try_emplace(KV.getKey(), std::move(KV.getValue()));
 }
 
+// Part of the profiler's own cost lies between an event's start and end
+// stamps: what entering and leaving a region takes (R), and what recording
+// each event inside it takes (P). dp's runtime measures both before the
+// profiled steps; an event with n events nested in it, at any depth, ran
+// for its duration less R + P * n. Kernel times need no such correction:
+// the profiler runs on the host.
+void ProfileReader::removeOverhead(const EventNesting &Nest,
+                                   MutableArrayRef<double> Time) const {
+  const size_t N = Trace.size();
+  std::vector<unsigned> Nested(N, 0);
+  // Children come after their parent in Order.
+  for (unsigned I : llvm::reverse(Nest.Order))
+    if (Nest.Parent[I] >= 0)
+      Nested[Nest.Parent[I]] += Nested[I] + 1;
+  for (unsigned I : Nest.Order)
+    Time[I] = std::max(Time[I] - Overhead->RegionMicros -
+                           Overhead->EventMicros * Nested[I],
+                       std::min(Time[I], MinCorrectedMicros));
+}
+
 Error ProfileReader::attributeTrace() {
   EventNesting Nest = nestHostEvents();
   Expected<std::vector<double>> Time = computeEventTimes(Nest);
   if (!Time)
     return Time.takeError();
+  if (Overhead && !HasKernels)
+    removeOverhead(Nest, *Time);
   for (unsigned I = 0, N = Trace.size(); I != N; ++I)
     if (!HasKernels || Trace[I].isHost())
       Durations[Trace[I].Name].push_back((*Time)[I] / 1e6);

@@ -24,6 +24,13 @@
 /// event by the kernels it launched (linked by "correlation") instead of by
 /// its own duration.
 ///
+/// A Chrome trace from dp's PyTorch runtime also says what the profiler
+/// adds to the events it times, measured before the profiled steps: a
+/// metadata event {"ph": "M", "name": "dp_profiler_overhead", "args":
+/// {"region_us": R, "op_us": P}}. The host time of an event with n events
+/// nested in it is then its duration less R + P * n, but no less than
+/// 1 us (or its duration, if shorter).
+///
 /// A name seen several times (several profiled runs) gets the median of its
 /// times, their minimum or their mean (ProfileStatKind). Errors name the file and the
 /// JSON path of the bad value.
