@@ -15,10 +15,12 @@ import warnings
 import numpy as np
 import torch
 
+from .allocator import keep_freed_memory
 from .graph import PlacedGraph, RuntimeError_
 from .module import (Optimizer, PlacedModule, as_tensor, loss_of,
                      make_inputs, parse_device_map, set_threads, synchronize,
                      train_step)
+from .profiling import profile_steps
 
 PROG = "dp_torch"
 
@@ -93,6 +95,7 @@ def fail(message):
 
 
 def main(argv=None):
+    keep_freed_memory()
     warnings.formatwarning = _formatwarning
     args = make_parser().parse_args(argv)
     if args.command == "host-cluster":
@@ -207,47 +210,6 @@ def write_json(path, obj):
 def summarize(times):
     return {"median": statistics.median(times), "min": min(times),
             "max": max(times), "all": times}
-
-
-def profile_steps(step, devices, count, path, module):
-    """Profiles count more steps, each node's forward a region named as
-    the node and its backward one named '<node>/grad'.
-
-    Each step is profiled in a session of its own, and the sessions'
-    events go into one Chrome trace, each session's times shifted to start
-    after the one before: torch's profiler holds memory for every step of
-    a session until it ends (about a step's worth of tensors each, on
-    Debian's torch 1.13), so five steps in one session took five steps'
-    memory at once."""
-    activities = [torch.profiler.ProfilerActivity.CPU]
-    if any(d.type == "cuda" for d in devices):
-        activities.append(torch.profiler.ProfilerActivity.CUDA)
-    events = []
-    end = 0.0
-    tmp = path + ".tmp"
-    module.mark_backward = True
-    try:
-        for _ in range(count):
-            with torch.profiler.profile(activities=activities) as prof:
-                step()
-                synchronize(devices)
-            prof.export_chrome_trace(tmp)
-            del prof
-            with open(tmp) as f:
-                trace = json.load(f)
-            part = trace["traceEvents"] if isinstance(trace, dict) \
-                else trace
-            shift = end
-            for e in part:
-                if isinstance(e.get("ts"), (int, float)):
-                    e["ts"] = e["ts"] + shift
-                    end = max(end, e["ts"] + e.get("dur", 0) + 1)
-            events.extend(part)
-    finally:
-        module.mark_backward = False
-    with open(tmp, "w") as f:
-        json.dump(events, f)
-    os.replace(tmp, path)
 
 
 def _status_bytes(field):
@@ -393,6 +355,23 @@ def _pairs(sent):
             sorted(sent.items())]
 
 
+def _predicted(graph, times, devices):
+    """What emit recorded of the simulated step (dp.predicted), beside the
+    measured median step and each device's measured peak memory."""
+    p = graph.predicted
+    if p is None:
+        return None
+    out = dict(p)
+    measured = statistics.median(times)
+    out["measured_step_s"] = measured
+    out["error"] = p["step_s"] / measured - 1 if measured > 0 else None
+    peaks = {d["device"]: d.get("peak_bytes") for d in devices}
+    out["devices"] = [dict(d, measured_peak_bytes=peaks.get(d.get("device")))
+                      for d in out.get("devices") or []
+                      if isinstance(d, dict)]
+    return out
+
+
 def _report(args, graph, ranks, times, devices, sent, loss):
     return {
         "model": args.model,
@@ -409,6 +388,7 @@ def _report(args, graph, ranks, times, devices, sent, loss):
         "sent": sent,
         "loss": loss,
         "missing_weights": len(graph.missing_weights),
+        "predicted": _predicted(graph, times, devices),
         "torch": torch.__version__,
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(
             timespec="seconds"),
@@ -457,6 +437,40 @@ def run_rank(args):
         dist.destroy_process_group()
 
 
+def _timeline(args, graph, runner, step, devices, dist):
+    """--profile-steps more steps recorded on every rank, written by rank 0
+    as one Chrome trace (timeline.py) at --profile."""
+    from .timeline import Recorder, write_trace
+    rec = Recorder()
+    dist.barrier()
+    start = time.perf_counter()
+    runner.recorder = runner.module.recorder = rec
+    try:
+        for i in range(args.profile_steps):
+            rec.step = i
+            dist.barrier()
+            step()
+            synchronize(devices)
+    finally:
+        runner.recorder = runner.module.recorder = None
+    # Each rank's events from its own start, which the barrier before it
+    # makes one instant on every rank (to its skew): right across
+    # machines too, whose clocks differ.
+    gathered = [None] * runner.world
+    dist.all_gather_object(gathered, (runner.device, rec.events, start))
+    if runner.rank != 0:
+        return
+    types = {d.get("device"): d.get("type")
+             for d in (graph.predicted or {}).get("devices") or []
+             if isinstance(d, dict)}
+    names = {d: "%s (%s)" % (d, types[d]) if types.get(d) else d
+             for d in graph.devices}
+    write_trace(args.profile, names,
+                [(d, [(k, n, t0 - s0, t1 - s0, a)
+                      for k, n, t0, t1, a in evs])
+                 for d, evs, s0 in gathered], 0.0)
+
+
 def _run_rank_steps(args, graph, runner, rank, world, dist, memory):
     given = load_inputs(args.inputs)
     arrays = make_inputs(graph, args.seed, given)
@@ -486,7 +500,7 @@ def _run_rank_steps(args, graph, runner, rank, world, dist, memory):
     if runner.torch_device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(runner.torch_device)
     memory.start()
-    times, busy = [], []
+    times, busy, parts = [], [], []
     for _ in range(args.steps):
         dist.barrier()
         start = time.perf_counter()
@@ -498,12 +512,14 @@ def _run_rank_steps(args, graph, runner, rank, world, dist, memory):
                          device=runner.comm_device)
         dist.all_reduce(t, op=dist.ReduceOp.MAX)
         times.append(float(t))
-        busy.append(elapsed - runner.wait_s)
+        busy.append(elapsed - runner.times.wait)
+        parts.append(runner.breakdown())
     if args.profile:
         root, ext = os.path.splitext(args.profile)
         profile_steps(step, devices, args.profile_steps,
                       "%s.rank%d%s" % (root, rank, ext or ".json"),
                       runner.module)
+        _timeline(args, graph, runner, step, devices, dist)
     # Everything the report needs, gathered on rank 0.
     loss = state.get("loss")
     total = torch.tensor([float(loss) if loss is not None else 0.0],
@@ -518,6 +534,9 @@ def _run_rank_steps(args, graph, runner, rank, world, dist, memory):
         "rank": rank, "busy_s": statistics.median(busy),
         "peak_bytes": _peak_bytes(runner.torch_device, memory),
         "sent_bytes": runner.sent_bytes,
+        # Medians over the timed steps, each part on its own.
+        "breakdown": {k: statistics.median(p[k] for p in parts)
+                      for k in parts[0]},
         "outputs": outs if args.outputs else {},
         "weights": weights if args.save_weights else {},
     }
@@ -537,7 +556,8 @@ def _run_rank_steps(args, graph, runner, rank, world, dist, memory):
         write_npz(args.save_weights, merged)
     if args.report:
         devs = [{k: g[k] for k in ("device", "torch_device", "rank",
-                                   "busy_s", "peak_bytes", "sent_bytes")}
+                                   "busy_s", "peak_bytes", "sent_bytes",
+                                   "breakdown")}
                 for g in gathered]
         report = _report(args, graph, world, times, devs, None,
                          float(total) if args.train else None)

@@ -1,30 +1,39 @@
 """One rank per device: a placed model across processes.
 
-The nodes (in the model's topological order) are cut into segments: a
-segment is a run of one device's nodes that no other segment both feeds
-and depends on, so the segments form a DAG, which is then sorted into a
-topological order. Every rank walks the same list of events (run a
-segment, move a tensor from one rank to another), forward in segment
-order and backward in reverse, so that all ranks agree on the order of
+What each rank runs is the placed model's schedule (``dp.schedule``,
+written by emit from the simulated step; schedule.py reads it): the
+model cut into segments (runs of one device's nodes that form a DAG) and
+one global order of items, each segment's forward and, when training,
+its backward. The order extends the items' dependencies (a forward after
+the forwards it reads from; a backward after its forward and after the
+backwards of the segments that read it). A model without a schedule is
+cut here (``_cut_segments``) and runs every forward in segment order,
+then every backward in reverse: that order extends them too. Every rank
+walks the same order and runs its own items, so that all ranks agree on
 their messages:
 
-* ``lazy`` (gloo): a sender posts a non-blocking send at its event; a
-  receiver blocks in ``recv`` when it first needs the tensor. Sends never
-  block, and a rank blocks only on a message from a segment earlier in
-  the walk (later, in backward), so by induction on that order no rank
-  waits forever, whatever the placement, cyclic device dependencies
+* ``lazy`` (gloo): a sender posts a non-blocking send at its item; from
+  the second step on, a receiver posts all its receives at the start of
+  the step (gloo moves a message's data only once its receive is posted,
+  so posted late a message would wait for its reader, not its maker),
+  and waits for one when it first needs the tensor. Sends never block,
+  and a rank waits only for a message sent at an item earlier in the
+  order, so by induction along the order no rank waits forever, whatever
+  the placement and the valid order, cyclic device dependencies
   included.
 * ``lockstep`` (NCCL, whose point-to-point calls can block each other
   when two ranks send first): the receiver takes the message at the
-  sender's event. Each rank's messages are then a subsequence of one
-  global order, and the earliest unfinished message always has both of
-  its ranks waiting on it.
+  sender's item, nothing is posted ahead. Each rank's messages are then
+  a subsequence of one global order, and the earliest unfinished message
+  always has both of its ranks waiting on it.
 
 Backward runs each segment's autograd graph on its own: a segment's
 inputs are leaves, its outputs are roots whose gradients come from the
 segments that read them (messages from other ranks, or this rank's own
-later segments). A weight or graph input read on another rank is sent
-there at the start of the step; its gradient comes back at the end.
+segments). The gradient of a received tensor goes back after the
+backward of its last reader on the receiving rank (last in the order).
+A weight or graph input read on another rank is sent there at the start
+of the step; its gradient comes back after the last item.
 """
 
 import time
@@ -35,6 +44,7 @@ import torch.distributed as dist
 
 from .graph import RuntimeError_
 from .module import FLOAT_TYPES, PlacedModule, loss_of, resolve_device
+from .schedule import check_order, full_order
 
 
 class Segment:
@@ -52,6 +62,49 @@ class Segment:
 
 
 def make_segments(graph):
+    """The segments the runtime runs: the placed model's schedule's (emit's
+    segmentation, docs/emit.md) when it has one, else cut here (see
+    module doc). Returns (segments in run order, tensor -> index of the
+    segment that makes it, tensor -> indices of the segments that read
+    it)."""
+    if graph.schedule is not None:
+        return _scheduled_segments(graph)
+    return _cut_segments(graph)
+
+
+def _scheduled_segments(graph):
+    by_name = {n.name: n for n in graph.nodes}
+    segs = []
+    seg_of = {}
+    for k, (device, names) in enumerate(graph.schedule.segments):
+        seg = Segment(k, device)
+        # Each segment's nodes in the schedule's order (the simulated one).
+        seg.nodes = [by_name[n] for n in names]
+        for node in seg.nodes:
+            for t in node.outputs:
+                if t:
+                    seg_of[t] = k
+        segs.append(seg)
+    made = set()
+    for seg in segs:
+        for node in seg.nodes:
+            for t in node.inputs:
+                p = seg_of.get(t)
+                if p is None or p < seg.index or (p == seg.index and
+                                                  t in made):
+                    continue
+                raise RuntimeError_(
+                    "%s: metadata 'dp.schedule': segment %d: error: node "
+                    "'%s' reads '%s', which %s" % (
+                        graph.path, seg.index, node.name, t,
+                        "a later node of the segment makes"
+                        if p == seg.index else
+                        "the later segment %d makes" % p))
+            made.update(t for t in node.outputs if t)
+    return _connect(graph, segs, seg_of)
+
+
+def _cut_segments(graph):
     """Cuts the nodes into segments that form a DAG (see module doc)."""
     segs = []
     current = {}
@@ -96,6 +149,11 @@ def make_segments(graph):
                 if p is not None and p != seg.index:
                     deps[seg.index].add(p)
     segs, seg_of = _sorted_segments(segs, deps, seg_of)
+    return _connect(graph, segs, seg_of)
+
+
+def _connect(graph, segs, seg_of):
+    """Each segment's inputs and outputs, and the readers of each tensor."""
     outputs = set(graph.outputs)
     for seg in segs:
         made, read = set(), []
@@ -181,13 +239,25 @@ class DistRunner:
         if self.torch_device.type == "cuda":
             torch.cuda.set_device(self.torch_device)
         self.segs, self.seg_of, self.readers = make_segments(graph)
+        order = graph.schedule.order if graph.schedule is not None else None
+        self.orders = {train: full_order(order, len(self.segs), train)
+                       for train in (False, True)}
+        deps = [set() for _ in self.segs]
+        for seg in self.segs:
+            for t in seg.inputs:
+                if t in self.seg_of:
+                    deps[seg.index].add(self.seg_of[t])
+        check_order(graph.path, self.orders[True], deps)
         self._plan()
-        self.shapes = {}
+        # (shape, dtype) of every tensor that crosses ranks, once seen.
+        self.meta = {}
         self.sent_heads = set()
         self.input_grads = True
-        self.wait_s = 0.0
+        self.times = _Times()
         self.sent_bytes = 0
         self.recv_bytes = 0
+        # A timeline.Recorder for profiled steps, or None.
+        self.recorder = None
 
     # ------------------------------------------------------------------
     # The plan: who sends what to whom, with one tag per message
@@ -227,12 +297,15 @@ class DistRunner:
             self.seg_sends[seg.index] = sends
         self.num_messages = len(self.messages)
         # Where a received tensor's gradient goes back: after the backward
-        # of the earliest segment on the receiving rank that reads it.
-        self.first_reader = {}
+        # of the reader on the receiving rank that comes last in the
+        # order, when the gradient summed over its readers is complete.
+        position = {item: i for i, item in enumerate(self.orders[True])}
+        self.last_reader = {}
         for (t, dst) in self.messages:
             segs = [i for i in self.readers.get(t, [])
                     if self.rank_of[self.segs[i].device] == dst]
-            self.first_reader[(t, dst)] = min(segs)
+            self.last_reader[(t, dst)] = max(
+                segs, key=lambda i: position[("backward", i)])
 
     def _tag(self, t, dst, grad=False):
         return self.messages[(t, dst)] + (self.num_messages if grad else 0)
@@ -241,21 +314,75 @@ class DistRunner:
     # Messages
     # ------------------------------------------------------------------
 
-    def _isend(self, tensor, dst, tag, count=True):
+    def _isend(self, tensor, dst, tag, count=True, name=""):
+        start = time.perf_counter()
         t = tensor.detach()
         if self.stage:
             t = t.cpu()
         t = t.contiguous()
+        nbytes = t.numel() * t.element_size()
         if count:
-            self.sent_bytes += t.numel() * t.element_size()
+            self.sent_bytes += nbytes
         self.pending.append((dist.isend(t, dst, tag=tag), t))
+        self.times.send += time.perf_counter() - start
+        if self.recorder is not None:
+            self.recorder.span("send", name, start, tag=tag,
+                               to=self.graph.devices[dst], bytes=nbytes)
 
-    def _recv(self, like_shape, dtype, src, tag):
-        device = torch.device("cpu") if self.stage else self.torch_device
-        buf = torch.empty(like_shape, dtype=dtype, device=device)
+    def _wait(self, work, tag=None, name=""):
+        start = time.perf_counter()
+        work.wait()
+        self.times.wait += time.perf_counter() - start
+        if tag is not None and self.recorder is not None:
+            self.recorder.span("wait", name, start, tag=tag)
+
+    def _recv_now(self, buf, src, tag, name=""):
         start = time.perf_counter()
         dist.recv(buf, src, tag=tag)
-        self.wait_s += time.perf_counter() - start
+        self.times.wait += time.perf_counter() - start
+        if self.recorder is not None:
+            self.recorder.span("wait", name, start, tag=tag)
+
+    def _buffer(self, shape, dtype):
+        device = torch.device("cpu") if self.stage else self.torch_device
+        return torch.empty(shape, dtype=dtype, device=device)
+
+    def _post_receives(self, train):
+        """Posts, at the start of a step, every receive of the step whose
+        shape is known (all of them after the first step), so that each
+        message moves as soon as its sender posts it, as the simulator's
+        transfers start when their producer ends, instead of when this
+        rank reaches the reader (gloo sends a message's data only once
+        its receive is posted). Not in lockstep: NCCL's calls between two
+        ranks must come in one order on both."""
+        self.posted = {}
+        if self.schedule == "lockstep":
+            return
+        start = time.perf_counter()
+        for (t, dst), tag in self.messages.items():
+            if t not in self.meta:
+                continue
+            shape, dtype = self.meta[t]
+            owner = self._owner(t)
+            if dst == self.rank:
+                buf = self._buffer(shape, dtype)
+                self.posted[tag] = (dist.irecv(buf, owner, tag=tag), buf)
+            elif train and owner == self.rank and \
+                    self._needs_grad_message(t):
+                gtag = self._tag(t, dst, grad=True)
+                buf = self._buffer(shape, dtype)
+                self.posted[gtag] = (dist.irecv(buf, dst, tag=gtag), buf)
+        self.times.recv += time.perf_counter() - start
+
+    def _take(self, shape, dtype, src, tag, name=""):
+        """The message `tag` from src: its posted receive, or one now."""
+        got = self.posted.pop(tag, None)
+        if got is not None:
+            self._wait(got[0], tag, name)
+            buf = got[1]
+        else:
+            buf = self._buffer(shape, dtype)
+            self._recv_now(buf, src, tag, name)
         self.recv_bytes += buf.numel() * buf.element_size()
         return buf.to(self.torch_device) if self.stage else buf
 
@@ -270,9 +397,12 @@ class DistRunner:
             head[1] = value.dim()
             if value.dim():
                 head[2:2 + value.dim()] = torch.tensor(list(value.shape))
-            self._isend(head, dst, tag + 2 * self.num_messages, count=False)
+            self._isend(head, dst, tag + 2 * self.num_messages, count=False,
+                        name=t + "/head")
             self.sent_heads.add((t, dst))
-        self._isend(value, dst, tag)
+        if not grad:
+            self.meta[t] = (tuple(value.shape), value.dtype)
+        self._isend(value, dst, tag, name=t)
 
     def _receive(self, t):
         """The tensor t from its owner (once per step)."""
@@ -280,33 +410,33 @@ class DistRunner:
             return self.received[t]
         src = self._owner(t)
         tag = self._tag(t, self.rank)
-        if t not in self.shapes:
+        if t not in self.meta:
             head = torch.empty(10, dtype=torch.int64,
                                device=self.comm_device)
-            start = time.perf_counter()
-            dist.recv(head, src, tag=tag + 2 * self.num_messages)
-            self.wait_s += time.perf_counter() - start
+            self._recv_now(head, src, tag + 2 * self.num_messages,
+                           t + "/head")
             rank = int(head[1])
-            self.shapes[t] = (tuple(int(v) for v in head[2:2 + rank]),
-                              _DTYPES[int(head[0])])
-        shape, dtype = self.shapes[t]
-        v = self._recv(shape, dtype, src, tag)
+            self.meta[t] = (tuple(int(v) for v in head[2:2 + rank]),
+                            _DTYPES[int(head[0])])
+        shape, dtype = self.meta[t]
+        v = self._take(shape, dtype, src, tag, t)
         self.received[t] = v
         return v
 
     def _needs_grad_message(self, t):
         """Whether tensor t's gradient goes back to its owner.
 
-        Both sides decide from the graph alone: every floating-point
-        tensor that crosses ranks, but graph inputs only with input_grads.
+        Both sides decide from the graph and the tensor's type alone:
+        every floating-point tensor that crosses ranks, but graph inputs
+        only with input_grads.
         """
         s = self.graph.sources.get(t)
         if s is not None:
             if not _is_float_np(s.dtype):
                 return False
             return not s.is_input or self.input_grads
-        if t in self.shapes:
-            return self.shapes[t][1] in FLOAT_TYPES
+        if t in self.meta:
+            return self.meta[t][1] in FLOAT_TYPES
         return self.env[t].dtype in FLOAT_TYPES
 
     # ------------------------------------------------------------------
@@ -321,17 +451,21 @@ class DistRunner:
         """
         graph = self.graph
         mod = self.module
+        step_start = time.perf_counter()
         self.input_grads = input_grads
         self.pending = []
         self.env = {}
         self.received = {}
-        self.wait_s = 0.0
+        self.times = _Times()
+        mod.kernel_s = 0.0
+        mod.time_kernels = True
         self.sent_bytes = 0
         self.recv_bytes = 0
         lockstep = self.schedule == "lockstep"
         if train:
             for p in mod.parameters():
                 p.grad = None
+        self._post_receives(train)
         for name, s in graph.sources.items():
             if s.device != self.device:
                 continue
@@ -353,139 +487,223 @@ class DistRunner:
             elif lockstep and dst == self.rank:
                 self._receive(t)
         seg_leaves = {}
-        for seg in self.segs:
-            if seg.device == self.device:
-                seg_leaves[seg.index] = self._run_segment(seg, train)
-                for t, dst in self.seg_sends[seg.index]:
-                    self._send(t, dst, self.env[t])
+        back = _Backward(self, train)
+        for phase, k in self.orders[train]:
+            seg = self.segs[k]
+            mine = seg.device == self.device
+            if phase == "forward":
+                if mine:
+                    seg_leaves[k] = self._run_segment(seg, train)
+                elif lockstep:
+                    for t, dst in self.seg_sends[k]:
+                        if dst == self.rank:
+                            self._receive(t)
+            elif mine:
+                back.run(seg, seg_leaves.pop(k))
             elif lockstep:
-                for t, dst in self.seg_sends[seg.index]:
-                    if dst == self.rank:
-                        self._receive(t)
+                back.take_early(seg)
         outputs = {t: self.env[t] for t in graph.outputs
                    if t in self.env and self._owner(t) == self.rank}
         terms = [(t, v) for t, v in outputs.items() if v.is_floating_point()]
         loss = None
         if terms:
-            with torch.profiler.record_function("loss"):
+            with torch.no_grad(), torch.profiler.record_function("loss"):
                 loss = loss_of([v for _, v in terms], [n for n, _ in terms],
                                graph)
         if train:
-            self._backward(seg_leaves, terms, lockstep)
-            optimizer.step(mod.named_weights(), mod.profile_names)
-        for w, _ in self.pending:
+            back.source_gradients()
             start = time.perf_counter()
-            w.wait()
-            self.wait_s += time.perf_counter() - start
+            optimizer.step(mod.named_weights(), mod.profile_names)
+            self.times.ops += time.perf_counter() - start
+            if self.recorder is not None:
+                self.recorder.span("op", "update", start)
+        for w, _ in self.pending:
+            self._wait(w)
         self.pending = []
+        assert not self.posted, "a posted receive was never taken"
+        mod.time_kernels = False
+        self.times.kernels = mod.kernel_s
+        self.times.step = time.perf_counter() - step_start
         return outputs, loss
 
     def _run_segment(self, seg, train):
-        """Runs seg's nodes; its inputs become leaves when training."""
+        """Runs seg's nodes; its inputs become leaves when training. A
+        tensor from another rank is taken when the first node that reads
+        it runs, as the simulator starts each op when its inputs are
+        there: the nodes before it run meanwhile."""
         leaves = {}
         env = self.env
         local = {}
         for t in seg.inputs:
-            if self._owner(t) == self.rank:
-                v = env[t]
-                if train and t not in self.graph.sources and \
-                        v.dtype in FLOAT_TYPES:
-                    # Another segment of this rank made it: cut here.
-                    v = v.detach().requires_grad_(True)
-                    leaves[t] = v
-            else:
-                v = self._receive(t)
-                if train and self._needs_grad_message(t):
-                    v = v.detach().requires_grad_(True)
-                    leaves[t] = v
+            if self._owner(t) != self.rank:
+                continue
+            v = env[t]
+            if train and t not in self.graph.sources and \
+                    v.dtype in FLOAT_TYPES:
+                # Another segment of this rank made it: cut here.
+                v = v.detach().requires_grad_(True)
+                leaves[t] = v
             local[t] = v
+        remote = {t for t in seg.inputs if self._owner(t) != self.rank}
+
+        def fetch(t):
+            if t not in remote:
+                return None
+            v = self._receive(t)
+            if train and self._needs_grad_message(t):
+                v = v.detach().requires_grad_(True)
+                leaves[t] = v
+            return v
+
         where = {t: seg.device for t in local}
         # Only what other segments, the loss and the backward pass read
         # stays; autograd keeps the rest that the backward pass needs.
+        # Each output goes to the ranks that read it as soon as its node
+        # has run, as the simulator sends a tensor when its op ends.
+        sends = {}
+        for t, dst in self.seg_sends[seg.index]:
+            sends.setdefault(t, []).append(dst)
+
+        def send(name, value):
+            for dst in sends.get(name, ()):
+                sent = time.perf_counter()
+                self._send(name, dst, value)
+                # Not the segment's: _send counts its own time.
+                self.times.run -= time.perf_counter() - sent
+
+        def take(name):
+            got = time.perf_counter()
+            v = fetch(name)
+            # Not the segment's: receiving counts its own time.
+            self.times.run -= time.perf_counter() - got
+            return v
+
+        start = time.perf_counter()
         out_env = self.module.run({}, nodes=seg.nodes, env=local,
-                                  where=where, free=True, keep=seg.outputs)
+                                  where=where, free=True, keep=seg.outputs,
+                                  on_output=send if sends else None,
+                                  fetch=take if remote else None)
+        self.times.run += time.perf_counter() - start
         for t in seg.outputs:
             env[t] = out_env[t]
         return leaves
 
     def _grad_from(self, t, dst):
-        shape, dtype = self.shapes_of(t)
-        return self._recv(shape, dtype, dst, self._tag(t, dst, grad=True))
+        shape, dtype = self.meta[t]
+        return self._take(shape, dtype, dst, self._tag(t, dst, grad=True),
+                          t + "/grad")
 
-    def shapes_of(self, t):
-        v = self.env[t]
-        return tuple(v.shape), v.dtype
+    def breakdown(self):
+        """Where the last step's time went on this rank, in seconds:
+        ops (node kernels, autograd's backward, the optimizer), dispatch
+        (the runtime's Python between kernels), send (posting sends),
+        recv (posting receives), wait (blocked on messages), other."""
+        t = self.times
+        ops = t.kernels + t.ops
+        dispatch = max(0.0, t.run - t.kernels)
+        other = max(0.0, t.step - ops - dispatch - t.send - t.recv - t.wait)
+        return {"ops_s": ops, "dispatch_s": dispatch, "send_s": t.send,
+                "recv_s": t.recv, "wait_s": t.wait, "other_s": other,
+                "step_s": t.step}
 
-    def _backward(self, seg_leaves, terms, lockstep):
-        grads = {}       # tensor this rank made -> its gradient so far
-        early = {}       # lockstep: gradients taken before they are used
-        sent_acc = {}    # received tensor -> gradient summed over readers
-        loss_roots = dict(terms)
-        graph = self.graph
-        for seg in reversed(self.segs):
-            if seg.device != self.device:
-                if lockstep:
-                    # Take the gradients that seg's rank sends now.
-                    for (t, dst), first in self.first_reader.items():
-                        if first == seg.index and dst != self.rank and \
-                                self._owner(t) == self.rank and \
-                                t not in graph.sources and \
-                                self._needs_grad_message(t):
-                            early[(t, dst)] = self._grad_from(t, dst)
-                continue
-            roots, rgrads = [], []
-            for t in seg.outputs:
-                g = grads.pop(t, None)
-                for (tt, dst) in self.seg_sends[seg.index]:
-                    if tt != t or not self._needs_grad_message(t):
-                        continue
-                    r = early.pop((t, dst), None)
-                    if r is None:
-                        r = self._grad_from(t, dst)
-                    g = r if g is None else g + r
-                v = self.env[t]
-                if t in loss_roots:
-                    one = torch.ones_like(v)
-                    g = one if g is None else g + one
-                if g is not None and v.requires_grad:
-                    roots.append(v)
-                    rgrads.append(g)
-            if roots:
-                torch.autograd.backward(roots, rgrads)
-            for t, leaf in seg_leaves[seg.index].items():
-                g = leaf.grad
-                owner = self._owner(t)
-                if owner == self.rank:
-                    if g is not None:
-                        grads[t] = g if t not in grads else grads[t] + g
+
+class _Times:
+    """Seconds of one step on one rank, by what they were spent on."""
+    __slots__ = ("step", "run", "kernels", "ops", "send", "recv", "wait")
+
+    def __init__(self):
+        self.step = self.run = self.kernels = self.ops = 0.0
+        self.send = self.recv = self.wait = 0.0
+
+
+class _Backward:
+    """The backward items of one step on one rank."""
+
+    def __init__(self, runner, train):
+        self.r = runner
+        self.grads = {}     # tensor this rank made -> its gradient so far
+        self.early = {}     # lockstep: gradients taken before they are used
+        self.sent_acc = {}  # received tensor -> gradient summed over readers
+
+    def take_early(self, seg):
+        """Lockstep: the gradients that seg's rank sends at its backward
+        item, taken now."""
+        r = self.r
+        dst = r.rank_of[seg.device]
+        for (t, d), last in r.last_reader.items():
+            if last == seg.index and d == dst and r._owner(t) == r.rank \
+                    and t not in r.graph.sources and \
+                    r._needs_grad_message(t):
+                self.early[(t, d)] = r._grad_from(t, d)
+
+    def run(self, seg, leaves):
+        r = self.r
+        graph = r.graph
+        roots, rgrads = [], []
+        for t in seg.outputs:
+            g = self.grads.pop(t, None)
+            for (tt, dst) in r.seg_sends[seg.index]:
+                if tt != t or not r._needs_grad_message(t):
                     continue
-                if g is None:
-                    g = torch.zeros_like(leaf)
-                sent_acc[t] = g if t not in sent_acc else sent_acc[t] + g
-                if t not in graph.sources and \
-                        self.first_reader[(t, self.rank)] == seg.index:
-                    self._isend(sent_acc[t], owner,
-                                self._tag(t, self.rank, grad=True))
-        # Gradients of sources read on other ranks go back to their owners,
-        # in the order of the source messages.
-        for (t, dst) in self.source_sends:
-            if not self._needs_grad_message(t):
+                got = self.early.pop((t, dst), None)
+                if got is None:
+                    got = r._grad_from(t, dst)
+                g = got if g is None else g + got
+            v = r.env[t]
+            if t in graph.outputs and v.is_floating_point():
+                # The loss is the sum of every float output's ReduceSum.
+                one = torch.ones_like(v)
+                g = one if g is None else g + one
+            if g is not None and v.requires_grad:
+                roots.append(v)
+                rgrads.append(g)
+        if roots:
+            start = time.perf_counter()
+            torch.autograd.backward(roots, rgrads)
+            r.times.ops += time.perf_counter() - start
+            if r.recorder is not None:
+                r.recorder.span("op", "backward of segment %d" % seg.index,
+                                start)
+        for t, leaf in leaves.items():
+            g = leaf.grad
+            owner = r._owner(t)
+            if owner == r.rank:
+                if g is not None:
+                    self.grads[t] = g if t not in self.grads \
+                        else self.grads[t] + g
                 continue
-            owner = self._owner(t)
-            if dst == self.rank:
-                g = sent_acc.get(t)
+            if g is None:
+                g = torch.zeros_like(leaf)
+            acc = self.sent_acc
+            acc[t] = g if t not in acc else acc[t] + g
+            if t not in graph.sources and \
+                    r.last_reader[(t, r.rank)] == seg.index:
+                r._isend(acc[t], owner, r._tag(t, r.rank, grad=True),
+                         name=t + "/grad")
+
+    def source_gradients(self):
+        """Gradients of sources read on other ranks go back to their
+        owners, in the order of the source messages."""
+        r = self.r
+        for (t, dst) in r.source_sends:
+            if not r._needs_grad_message(t):
+                continue
+            owner = r._owner(t)
+            if dst == r.rank:
+                g = self.sent_acc.get(t)
                 if g is None:
-                    g = torch.zeros(self.shapes[t][0],
-                                    dtype=self.shapes[t][1],
-                                    device=self.torch_device)
-                self._isend(g, owner, self._tag(t, dst, grad=True))
-            elif owner == self.rank:
-                v = self.env[t]
-                r = self._grad_from(t, dst)
+                    shape, dtype = r.meta[t]
+                    g = torch.zeros(shape, dtype=dtype,
+                                    device=r.torch_device)
+                r._isend(g, owner, r._tag(t, dst, grad=True),
+                         name=t + "/grad")
+            elif owner == r.rank:
+                v = r.env[t]
+                got = r._grad_from(t, dst)
                 if v.grad is None:
-                    v.grad = r.clone()
+                    v.grad = got.clone()
                 else:
-                    v.grad.add_(r)
+                    v.grad.add_(got)
 
 
 def _is_float_np(dtype):

@@ -230,6 +230,9 @@ class PlacedGraph:
                         "by the runtime" % (path, name, op))
             nodes.append(node)
         self.nodes = self._sort(nodes)
+        from .schedule import parse_predicted, parse_schedule
+        self.schedule = parse_schedule(path, meta, self.nodes)
+        self.predicted = parse_predicted(path, meta)
 
         base_dir = os.path.dirname(os.path.abspath(path))
         missing = []

@@ -33,31 +33,82 @@ from .module import set_threads
 SIZES = [4, 4096, 65536, 1 << 20, 8 << 20, 32 << 20]
 
 
-def _measure_link(rounds):
+def _ping_pong(rounds):
     """Rank 0 and 1 ping-pong; returns [(bytes, one-way seconds)]."""
     import torch.distributed as dist
     rank = int(os.environ["RANK"])
-    dist.init_process_group("gloo", rank=rank, world_size=2)
     out = []
-    try:
-        for size in SIZES:
-            buf = torch.zeros(max(1, size // 4), dtype=torch.float32)
-            times = []
-            for r in range(rounds + 2):
-                dist.barrier()
-                start = time.perf_counter()
-                if rank == 0:
-                    dist.isend(buf, 1, tag=r).wait()
-                    dist.recv(buf, 1, tag=r)
-                else:
-                    dist.recv(buf, 0, tag=r)
-                    dist.isend(buf, 0, tag=r).wait()
-                if r >= 2:
-                    times.append((time.perf_counter() - start) / 2)
-            out.append((buf.numel() * 4, statistics.median(times)))
-    finally:
-        dist.destroy_process_group()
+    for size in SIZES:
+        buf = torch.zeros(max(1, size // 4), dtype=torch.float32)
+        times = []
+        for r in range(rounds + 2):
+            dist.barrier()
+            start = time.perf_counter()
+            if rank == 0:
+                dist.isend(buf, 1, tag=r).wait()
+                dist.recv(buf, 1, tag=r)
+            else:
+                dist.recv(buf, 0, tag=r)
+                dist.isend(buf, 0, tag=r).wait()
+            if r >= 2:
+                times.append((time.perf_counter() - start) / 2)
+        out.append((buf.numel() * 4, statistics.median(times)))
     return out
+
+
+class _Compute:
+    """A thread of matrix products beside the rank's own, counting them:
+    the worker's compute while its messages move (torch releases the GIL
+    in the product, and runs it on one thread here)."""
+
+    def __init__(self):
+        import threading
+        self.count = 0
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        n = 512
+        a, b = torch.randn(n, n), torch.randn(n, n)
+        while not self.stop.is_set():
+            torch.mm(a, b)
+            self.count += 1
+
+    def rate(self, body):
+        """Products per second while body() runs."""
+        start_count, start = self.count, time.perf_counter()
+        body()
+        return (self.count - start_count) / (time.perf_counter() - start)
+
+
+QUIET_SECONDS = 1.0
+
+
+def _measure_link(rounds):
+    """The link as the runtime's messages see it, idle and while both
+    workers compute (as they do while a placement runs), and what the
+    messages cost the workers' compute.
+
+    Returns {"idle": [(bytes, one-way s)], "loaded": [...], "speed": the
+    lower of the two workers' rates of products while the ping-pongs run,
+    each over its rate while it computes without messages}."""
+    import torch.distributed as dist
+    set_threads(1)
+    idle = _ping_pong(rounds)
+    compute = _Compute()
+    compute.thread.start()
+    try:
+        time.sleep(0.2)
+        quiet = compute.rate(lambda: time.sleep(QUIET_SECONDS))
+        dist.barrier()
+        loaded = []
+        busy = compute.rate(lambda: loaded.extend(_ping_pong(rounds)))
+    finally:
+        compute.stop.set()
+        compute.thread.join()
+    speeds = [None, None]
+    dist.all_gather_object(speeds, busy / quiet)
+    return {"idle": idle, "loaded": loaded, "speed": min(1.0, min(speeds))}
 
 
 def _fit(points):
@@ -169,16 +220,21 @@ def _measure_dispatch():
 
 
 def make_cluster(workers, link, flops, bandwidth, dispatch, memory,
-                 speed=None):
+                 speed=None, load=None):
     latency, bw = link
     devices = [{"name": "cpu:%d" % i, "type": "host-core"}
                for i in range(workers)]
     links = []
     for i in range(workers):
         for j in range(i + 1, workers):
-            links.append({"between": ["cpu:%d" % i, "cpu:%d" % j],
-                          "bandwidth": float("%.6g" % bw),
-                          "latency": float("%.6g" % latency)})
+            entry = {"between": ["cpu:%d" % i, "cpu:%d" % j],
+                     "bandwidth": float("%.6g" % bw),
+                     "latency": float("%.6g" % latency)}
+            if load is not None:
+                # The endpoints' processors do the copies (docs/clusters.md).
+                for key in ("speed_while_sending", "speed_while_receiving"):
+                    entry[key] = min(1.0, round(load, 3))
+            links.append(entry)
     cluster = {
         "name": "host%d" % workers,
         "device_types": [{
@@ -201,10 +257,16 @@ def main(args):
         _probe_core(float(os.environ["DP_TORCH_CORE_PROBE"]))
         return 0
     if os.environ.get("DP_TORCH_LINK_PROBE"):
-        points = _measure_link(args.rounds)
+        import torch.distributed as dist
+        dist.init_process_group("gloo", rank=int(os.environ["RANK"]),
+                                world_size=2)
+        try:
+            probed = _measure_link(args.rounds)
+        finally:
+            dist.destroy_process_group()
         if int(os.environ["RANK"]) == 0:
             with open(os.environ["DP_TORCH_LINK_PROBE"], "w") as f:
-                json.dump(points, f)
+                json.dump(probed, f)
         return 0
     if args.workers < 1:
         sys.stderr.write("dp_torch: error: --workers must be at least 1\n")
@@ -226,14 +288,18 @@ def main(args):
             sys.stderr.write("dp_torch: error: the link probe failed\n")
             return 1
         with open(probe) as f:
-            points = [tuple(p) for p in json.load(f)]
+            probed = json.load(f)
+        idle = [tuple(p) for p in probed["idle"]]
+        points = [tuple(p) for p in probed["loaded"]]
+        load = probed["speed"]
     link = _fit(points)
+    idle_link = _fit(idle)
     flops, bandwidth = _measure_core()
     dispatch = _measure_dispatch()
     speed = _measure_sharing(args.workers)
     memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     cluster = make_cluster(args.workers, link, flops, bandwidth, dispatch,
-                           memory, speed)
+                           memory, speed, load)
     text = json.dumps(cluster, indent=2) + "\n"
     if args.out in (None, "-"):
         sys.stdout.write(text)
@@ -242,14 +308,17 @@ def main(args):
         with open(tmp, "w") as f:
             f.write(text)
         os.replace(tmp, args.out)
-    for b, t in points:
-        sys.stderr.write("dp_torch: %9d bytes one way in %8.1f us\n"
-                         % (b, t * 1e6))
+    for (b, t), (_, u) in zip(points, idle):
+        sys.stderr.write("dp_torch: %9d bytes one way in %8.1f us while "
+                         "both compute (%8.1f us idle)\n"
+                         % (b, t * 1e6, u * 1e6))
     sys.stderr.write(
         "dp_torch: host%d: link %.1f us + %.2f GB/s, core %.1f GFLOP/s "
         "(f32 mm), %.1f GB/s, %.1f us per node; speed with 1..%d busy: "
-        "%s\n"
+        "%s; a worker keeps %.2f of its speed while its messages move; "
+        "the link idle: %.1f us + %.2f GB/s\n"
         % (args.workers, link[0] * 1e6, link[1] / 1e9, flops / 1e9,
            bandwidth / 1e9, dispatch * 1e6, args.workers,
-           " ".join("%g" % v for v in speed)))
+           " ".join("%g" % v for v in speed), load, idle_link[0] * 1e6,
+           idle_link[1] / 1e9))
     return 0

@@ -8,6 +8,7 @@ its forward op's device.
 """
 
 import contextlib
+import time
 
 import numpy as np
 import torch
@@ -160,6 +161,12 @@ class PlacedModule(torch.nn.Module):
         self.mark_backward = False
         # Bytes sent between dp devices in the last forward, per pair.
         self.sent_bytes = {}
+        # Seconds spent in the nodes' kernels (ranks' time breakdown),
+        # counted while time_kernels is set.
+        self.time_kernels = False
+        self.kernel_s = 0.0
+        # A timeline.Recorder that each node's run goes to, or None.
+        self.recorder = None
 
     def weight(self, name):
         attr = self._param_names.get(name)
@@ -217,7 +224,7 @@ class PlacedModule(torch.nn.Module):
         return last
 
     def run(self, feeds, nodes=None, env=None, where=None, free=False,
-            keep=()):
+            keep=(), on_output=None, fetch=None):
         """Runs `nodes` (default: all) and returns the tensor environment.
 
         `where` maps a tensor name to the dp device that holds it; copies
@@ -225,7 +232,12 @@ class PlacedModule(torch.nn.Module):
         `sent_bytes`. With `free`, a tensor made or read here leaves the
         environment after its last reader among `nodes`, as an executor
         frees it, unless it is a graph output or in `keep`: autograd keeps
-        what the backward pass needs, and nothing else stays.
+        what the backward pass needs, and nothing else stays. `on_output`
+        is called with each tensor's name and value as soon as its node
+        has run (ranks send what others read then, not after the run).
+        `fetch(name)` gives an input that is not in `env` when the first
+        node that reads it is about to run (a rank receives it then, not
+        before the run), and it then stays in `env`.
         """
         graph = self.graph
         last = self.last_reads(nodes) if free else {}
@@ -254,6 +266,11 @@ class PlacedModule(torch.nn.Module):
                     args.append(None)
                     continue
                 t = env.get(name)
+                if t is None and fetch is not None:
+                    t = fetch(name)
+                    if t is not None:
+                        env[name] = t
+                        where[name] = node.device
                 if t is None:
                     raise RuntimeError_("node '%s': error: input '%s' is not "
                                         "available" % (node.name, name))
@@ -275,6 +292,8 @@ class PlacedModule(torch.nn.Module):
                 if name:
                     env[name] = t
                     where[name] = node.device
+                    if on_output is not None:
+                        on_output(name, t)
             del outs
             for name in list(node.inputs) + list(node.outputs):
                 if name and last.get(name) == i and name not in keep and \
@@ -325,6 +344,8 @@ class PlacedModule(torch.nn.Module):
         with ctx:
             if node.constant is not None:
                 return [self._constants[node.name]]
+            start = time.perf_counter() if self.time_kernels or \
+                self.recorder is not None else None
             try:
                 outs = run_kernel(node.op_type, node.kernel, args, node.attrs,
                                   self.graph.opset, len(node.outputs))
@@ -334,6 +355,12 @@ class PlacedModule(torch.nn.Module):
             except (RuntimeError, IndexError, ValueError, TypeError) as e:
                 raise RuntimeError_("node '%s': error: %s failed: %s"
                                     % (node.name, node.op_type, e))
+            if start is not None:
+                end = time.perf_counter()
+                self.kernel_s += end - start
+                if self.recorder is not None:
+                    self.recorder.span("op", node.name, start, end,
+                                       type=node.op_type)
         return outs
 
 

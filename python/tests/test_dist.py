@@ -97,14 +97,20 @@ def test_three_ranks_both_schedules(ladder, schedule, train):
             ref = m(x).numpy()
         assert max_rel_err(np.load(str(tmp / "o.npz"))["y"], ref) < 1e-5
         return
+    assert_trained_as_torch(m, x, str(tmp / "w.npz"), 2)
+
+
+def assert_trained_as_torch(m, x, weights, steps):
+    """The weights saved in `weights` are those of `steps` SGD steps (lr
+    0.01, loss the output's sum) of the ladder m on x in torch."""
     ref = Ladder()
     ref.load_state_dict(m.state_dict())
     opt = torch.optim.SGD(ref.parameters(), lr=0.01)
-    for _ in range(2):
+    for _ in range(steps):
         opt.zero_grad()
         ref(x.clone().requires_grad_(True)).sum().backward()
         opt.step()
-    got = np.load(str(tmp / "w.npz"))
+    got = np.load(weights)
     compared = 0
     for k, v in ref.named_parameters():
         if k in got.files:

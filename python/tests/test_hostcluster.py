@@ -22,6 +22,12 @@ def test_host_cluster_is_a_cluster_dp_opt_reads(tmp_path):
     (link,) = cluster["links"]
     assert link["between"] == ["cpu:0", "cpu:1"]
     assert link["bandwidth"] > 0 and link["latency"] > 0
+    # The workers' processors copy the messages: each end keeps a share
+    # of its speed while they move, one figure for both ends.
+    assert 0 < link["speed_while_sending"] <= 1
+    assert link["speed_while_receiving"] == link["speed_while_sending"]
+    assert "while its messages move" in proc.stderr
+    assert "while both compute" in proc.stderr
     (group,) = cluster["shared"]
     assert group["devices"] == ["cpu:0", "cpu:1"]
     assert group["speed"][0] == 1 and 0 < group["speed"][1] <= 1
@@ -31,6 +37,8 @@ def test_host_cluster_is_a_cluster_dp_opt_reads(tmp_path):
     assert printed.returncode == 0, printed.stderr
     assert "shared groups" in printed.stdout
     assert "cpu:0 cpu:1: 1 " in printed.stdout
+    if link["speed_while_sending"] < 1:
+        assert "ends keep" in printed.stdout
 
 
 def test_host_cluster_needs_a_worker(tmp_path):
