@@ -22,6 +22,9 @@ static constexpr uint64_t TransferTag = uint64_t(1) << 63;
 /// With TransferTag: the transfer begins (its route was busy when it was
 /// requested) rather than ends.
 static constexpr uint64_t TransferStartTag = uint64_t(1) << 62;
+/// A State of a (tensor, device): in flight over a route whose ends it
+/// slows (beside 0 absent, 1 in flight, 2 present).
+static constexpr uint8_t Loading = 3;
 static constexpr unsigned MaxDevices = 64;
 
 //===----------------------------------------------------------------------===//
@@ -389,11 +392,16 @@ void Simulator::makeAvailable(uint32_t T, unsigned Dev, double Now,
       R.Transfers.push_back(
           TransferRecord{T, uint16_t(Dev), uint16_t(Dst), Start, End});
     push(End, TransferTag | (uint64_t(T) * D + Dst));
-    if (LoadsEnds && (RouteSendSpeed[Pair] < 1 || RouteRecvSpeed[Pair] < 1)) {
-      if (Start > Now)
+    // A transfer that takes no time loads nothing (its start event would
+    // come after its end at the same time).
+    if (LoadsEnds && End > Start &&
+        (RouteSendSpeed[Pair] < 1 || RouteRecvSpeed[Pair] < 1)) {
+      if (Start > Now) {
         push(Start, TransferTag | TransferStartTag | (uint64_t(T) * D + Dst));
-      else
+      } else {
+        State[size_t(T) * D + Dst] = Loading;
         loadEnds(Dev, Dst, +1, Now);
+      }
     }
   }
 }
@@ -492,7 +500,7 @@ void Simulator::finishTransfer(uint64_t Key, double Now, SimResult &R) {
   unsigned D = G.NumDevices;
   uint32_t T = uint32_t(Key / D);
   unsigned Dst = unsigned(Key % D);
-  if (LoadsEnds)
+  if (State[Key] == Loading)
     loadEnds(Home[T], Dst, -1, Now);
   makeAvailable(T, Dst, Now, R);
   // The copy at home has one transfer fewer to serve.
@@ -545,11 +553,13 @@ void Simulator::run(ArrayRef<uint32_t> Placement, SimResult &R,
     double Now = E.Time;
     if (E.Payload & TransferTag) {
       uint64_t Key = E.Payload & ~(TransferTag | TransferStartTag);
-      if (E.Payload & TransferStartTag)
-        loadEnds(Home[Key / G.NumDevices], unsigned(Key % G.NumDevices), +1,
-                 Now);
-      else
+      if (!(E.Payload & TransferStartTag)) {
         finishTransfer(Key, Now, R);
+        continue;
+      }
+      State[Key] = Loading;
+      loadEnds(Home[Key / G.NumDevices], unsigned(Key % G.NumDevices), +1,
+               Now);
       continue;
     }
     uint32_t Op = uint32_t(E.Payload);

@@ -68,6 +68,19 @@ def run_runtime(args, cwd, expect_ok=True, timeout=RUN_TIMEOUT):
     return proc
 
 
+class MLP(torch.nn.Module):
+    """Two linear layers with a Relu between them: sizes (in, hidden,
+    out)."""
+
+    def __init__(self, sizes=(16, 32, 4)):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(sizes[0], sizes[1])
+        self.fc2 = torch.nn.Linear(sizes[1], sizes[2])
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
 def max_rel_err(a, b):
     a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)

@@ -9,9 +9,8 @@ import sys
 
 import pytest
 import torch
-import torch.nn as nn
 
-from conftest import PYTHON_DIR, RUN_TIMEOUT, export, place_by_hand
+from conftest import MLP, PYTHON_DIR, RUN_TIMEOUT, export, place_by_hand
 
 from dp_torch import allocator
 
@@ -62,16 +61,6 @@ def _glibc_with_mallinfo2():
         return False
     import ctypes
     return hasattr(ctypes.CDLL(None), "mallinfo2")
-
-
-class MLP(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc1 = nn.Linear(16, 32)
-        self.fc2 = nn.Linear(32, 4)
-
-    def forward(self, x):
-        return self.fc2(torch.relu(self.fc1(x)))
 
 
 @pytest.mark.skipif(not _glibc_with_mallinfo2(),

@@ -8,27 +8,16 @@ import numpy as np
 import onnx
 import pytest
 import torch
-import torch.nn as nn
 from onnx import helper, TensorProto
 
-from conftest import export, place_by_hand, run_runtime
-
-
-class MLP(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc1 = nn.Linear(6, 8)
-        self.fc2 = nn.Linear(8, 3)
-
-    def forward(self, x):
-        return self.fc2(torch.relu(self.fc1(x)))
+from conftest import MLP, export, place_by_hand, run_runtime
 
 
 @pytest.fixture
 def mlp(tmp_path):
     torch.manual_seed(0)
-    export(MLP().eval(), (torch.randn(4, 6),), str(tmp_path / "mlp.onnx"),
-           ["x"], ["y"])
+    export(MLP((6, 8, 3)).eval(), (torch.randn(4, 6),),
+           str(tmp_path / "mlp.onnx"), ["x"], ["y"])
     return tmp_path
 
 

@@ -8,19 +8,8 @@ import subprocess
 
 import pytest
 import torch
-import torch.nn as nn
 
-from conftest import dp_opt, export, place_by_hand, run_runtime
-
-
-class MLP(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc1 = nn.Linear(16, 32)
-        self.fc2 = nn.Linear(32, 4)
-
-    def forward(self, x):
-        return self.fc2(torch.relu(self.fc1(x)))
+from conftest import MLP, dp_opt, export, place_by_hand, run_runtime
 
 
 @pytest.fixture

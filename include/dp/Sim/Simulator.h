@@ -217,7 +217,8 @@ private:
   std::vector<uint32_t> RouteBegin, RouteChannels;
   std::vector<double> RouteLatency, RouteSecondsPerByte;
   std::vector<uint32_t> Pending;
-  /// Per (tensor, device): 0 absent, 1 in flight, 2 present.
+  /// Per (tensor, device): 0 absent, 1 in flight, 2 present, 3 in flight
+  /// and slowing its route's ends.
   std::vector<uint8_t> State;
   /// Per (tensor, device): readers and outgoing transfers still to come.
   std::vector<uint32_t> Uses;
