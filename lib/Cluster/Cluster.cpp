@@ -105,8 +105,9 @@ static void checkLinks(ArrayRef<Link> Links, unsigned NumNodes, ReportFn Err) {
       Err("link '" + L.Name + "' has a negative or infinite latency");
     for (double Speed : {L.SpeedWhileSending, L.SpeedWhileReceiving})
       if (!(Speed > 0) || Speed > 1)
-        Err("link '" + L.Name + "' has a speed while sending or receiving "
-                                "outside (0, 1]");
+        Err("link '" + L.Name +
+            "' has a speed while sending or receiving "
+            "outside (0, 1]");
   }
 }
 

@@ -537,10 +537,10 @@ private:
              !StringRef(V.Text).trim().getAsDouble(Parsed))
       X = Parsed;
     if (!X) {
-      error(V, "expected a speed (a number in (0, 1]), not " +
-                   (V.Kind == DocNode::NodeKind::String
-                        ? "'" + V.Text + "'"
-                        : describeKind(V).str()));
+      error(V,
+            "expected a speed (a number in (0, 1]), not " +
+                (V.Kind == DocNode::NodeKind::String ? "'" + V.Text + "'"
+                                                     : describeKind(V).str()));
       return None;
     }
     if (!(*X > 0) || *X > 1) {
@@ -890,10 +890,10 @@ void ClusterReader::readLinks(const DocNode &N) {
       else
         OK = false;
     }
-    for (auto [Key, Field] : {std::make_pair("speed_while_sending",
-                                             &Link::SpeedWhileSending),
-                              std::make_pair("speed_while_receiving",
-                                             &Link::SpeedWhileReceiving)}) {
+    for (auto [Key, Field] :
+         {std::make_pair("speed_while_sending", &Link::SpeedWhileSending),
+          std::make_pair("speed_while_receiving",
+                         &Link::SpeedWhileReceiving)}) {
       const DocNode *V = L.lookup(Key);
       if (!V)
         continue;

@@ -144,8 +144,8 @@ void printCluster(raw_ostream &OS, const Cluster &C) {
          << " / " << RoutesPerChannel[2 * I + 1];
       if (L.SpeedWhileSending != 1 || L.SpeedWhileReceiving != 1)
         OS << "  (ends keep " << formatFigure(L.SpeedWhileSending)
-           << " of their speed sending, "
-           << formatFigure(L.SpeedWhileReceiving) << " receiving)";
+           << " of their speed sending, " << formatFigure(L.SpeedWhileReceiving)
+           << " receiving)";
       OS << '\n';
     }
   }

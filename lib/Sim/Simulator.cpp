@@ -268,8 +268,6 @@ void Simulator::release(uint32_t T, unsigned Dev) {
   Live[Dev] -= G.TensorBytes[T];
 }
 
-/// The end event of the op running on \p Dev, at its current rate; a new
-/// generation makes the earlier end events of the device stale.
 double Simulator::getRate(unsigned Dev) const {
   unsigned Grp = GroupOf[Dev];
   double R = GroupSpeed[Grp][GroupBusy[Grp] - 1];
@@ -280,6 +278,8 @@ double Simulator::getRate(unsigned Dev) const {
   return R;
 }
 
+/// The end event of the op running on \p Dev, at its current rate; a new
+/// generation makes the earlier end events of the device stale.
 void Simulator::pushOpEnd(unsigned Dev, double Now) {
   Rate[Dev] = getRate(Dev);
   ++Generation[Dev];
@@ -558,8 +558,7 @@ void Simulator::run(ArrayRef<uint32_t> Placement, SimResult &R,
         continue;
       }
       State[Key] = Loading;
-      loadEnds(Home[Key / G.NumDevices], unsigned(Key % G.NumDevices), +1,
-               Now);
+      loadEnds(Home[Key / G.NumDevices], unsigned(Key % G.NumDevices), +1, Now);
       continue;
     }
     uint32_t Op = uint32_t(E.Payload);
