@@ -6,6 +6,7 @@
 
 #include "dp/Emit/Schedule.h"
 #include "dp/IR/Annotations.h"
+#include "dp/Support/EnumNames.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringMap.h"
@@ -21,14 +22,13 @@ using namespace llvm;
 
 namespace dp {
 
+static constexpr EnumEntry<ScheduleItemKind> ScheduleItemKindNames[] = {
+    {"forward", ScheduleItemKind::Forward},
+    {"backward", ScheduleItemKind::Backward},
+};
+
 StringRef getScheduleItemKindName(ScheduleItemKind K) {
-  switch (K) {
-  case ScheduleItemKind::Forward:
-    return "forward";
-  case ScheduleItemKind::Backward:
-    return "backward";
-  }
-  llvm_unreachable("a schedule item kind without a name");
+  return getEnumName<ScheduleItemKind>(ScheduleItemKindNames, K);
 }
 
 std::vector<ScheduleItem>

@@ -365,6 +365,54 @@ TEST(SimulatorTest, ASharedOpsEndMovesEachTimeTheGroupChanges) {
   EXPECT_GE(Sim.R.StepTime, computeLowerBounds(*SG).best());
 }
 
+/// A random step: ops that read one or two earlier values (two inputs to
+/// start from), with random times and result sizes, each on a random one
+/// of the cluster's devices; \p Seed is the generator's state.
+struct RandomStep {
+  GraphBuilder B;
+  std::vector<uint32_t> Placement;
+};
+
+void makeRandomStep(uint64_t &Seed, unsigned NumOps, unsigned NumDevices,
+                    RandomStep &Step) {
+  auto Next = [&](uint64_t N) {
+    Seed = Seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (Seed >> 33) % N;
+  };
+  GraphBuilder &B = Step.B;
+  std::vector<TensorId> Values{B.input("x", 1), B.input("y", 64)};
+  for (unsigned I = 0; I != NumOps; ++I) {
+    std::vector<TensorId> Ins{Values[Next(Values.size())]};
+    if (Next(2))
+      Ins.push_back(Values[Next(Values.size())]);
+    if (Ins.size() == 2 && Ins[0] == Ins[1])
+      Ins.pop_back();
+    OpId O = B.op("op" + std::to_string(I), 0.001 * (1 + Next(50)), Ins,
+                  {int64_t(1 + Next(4096))});
+    Values.push_back(B.result(O));
+    Step.Placement.push_back(Next(NumDevices));
+  }
+  B.G.addOutput(Values.back());
+}
+
+/// \p Step runs the same on clusters \p A and \p B: step, peak memory,
+/// transfers, busy time and every op's end.
+void expectSameTimeline(const RandomStep &Step, const Cluster &A,
+                        const Cluster &B, unsigned Trial) {
+  SimRun RA, RB;
+  RA.simulate(Step.B.G, A, Step.Placement);
+  RB.simulate(Step.B.G, B, Step.Placement);
+  EXPECT_DOUBLE_EQ(RA.R.StepTime, RB.R.StepTime) << "trial " << Trial;
+  EXPECT_EQ(RA.R.PeakBytes, RB.R.PeakBytes) << "trial " << Trial;
+  EXPECT_EQ(RA.R.NumTransfers, RB.R.NumTransfers) << "trial " << Trial;
+  for (unsigned Dev = 0, E = A.getNumDevices(); Dev != E; ++Dev)
+    EXPECT_NEAR(RA.R.BusyTime[Dev], RB.R.BusyTime[Dev], 1e-9)
+        << "trial " << Trial;
+  for (unsigned Op = 0; Op != Step.Placement.size(); ++Op)
+    EXPECT_DOUBLE_EQ(RA.R.Ops[Op].End, RB.R.Ops[Op].End)
+        << "trial " << Trial << " op " << Op;
+}
+
 TEST(SimulatorTest, AGroupThatNeverSlowsChangesNothing) {
   // Random DAGs and placements on three devices: a shared group of g0 and
   // g1 whose speeds are all 1 must give the timeline of no group at all.
@@ -376,38 +424,10 @@ TEST(SimulatorTest, AGroupThatNeverSlowsChangesNothing) {
       "shared", Plain.getTypes().vec(), Plain.getDevices().vec(),
       Plain.getSwitches().vec(), Plain.getLinks().vec(), {Grp}));
   uint64_t Seed = 12345;
-  auto Next = [&](uint64_t N) {
-    Seed = Seed * 6364136223846793005ULL + 1442695040888963407ULL;
-    return (Seed >> 33) % N;
-  };
   for (unsigned Trial = 0; Trial != 20; ++Trial) {
-    GraphBuilder B;
-    std::vector<TensorId> Values{B.input("x", 1), B.input("y", 64)};
-    std::vector<uint32_t> Placement;
-    for (unsigned I = 0; I != 60; ++I) {
-      std::vector<TensorId> Ins{Values[Next(Values.size())]};
-      if (Next(2))
-        Ins.push_back(Values[Next(Values.size())]);
-      if (Ins.size() == 2 && Ins[0] == Ins[1])
-        Ins.pop_back();
-      OpId O = B.op("op" + std::to_string(I), 0.001 * (1 + Next(50)), Ins,
-                    {int64_t(1 + Next(4096))});
-      Values.push_back(B.result(O));
-      Placement.push_back(Next(3));
-    }
-    B.G.addOutput(Values.back());
-    SimRun A, S;
-    A.simulate(B.G, Plain, Placement);
-    S.simulate(B.G, Shared, Placement);
-    EXPECT_DOUBLE_EQ(A.R.StepTime, S.R.StepTime) << "trial " << Trial;
-    EXPECT_EQ(A.R.PeakBytes, S.R.PeakBytes) << "trial " << Trial;
-    EXPECT_EQ(A.R.NumTransfers, S.R.NumTransfers) << "trial " << Trial;
-    for (unsigned Dev = 0; Dev != 3; ++Dev)
-      EXPECT_NEAR(A.R.BusyTime[Dev], S.R.BusyTime[Dev], 1e-9)
-          << "trial " << Trial;
-    for (unsigned Op = 0; Op != Placement.size(); ++Op)
-      EXPECT_DOUBLE_EQ(A.R.Ops[Op].End, S.R.Ops[Op].End)
-          << "trial " << Trial << " op " << Op;
+    RandomStep Step;
+    makeRandomStep(Seed, /*NumOps=*/60, /*NumDevices=*/3, Step);
+    expectSameTimeline(Step, Plain, Shared, Trial);
   }
 }
 
@@ -480,25 +500,10 @@ TEST(SimulatorTest, EndsThatKeepFullSpeedChangeNothing) {
   Cluster Plain = makeCluster(1e6, 1e-4, 1 << 30);
   Cluster Same = makeCopyingCluster(1e6, 1, 1, 1e-4, 1 << 30);
   uint64_t Seed = 777;
-  auto Next = [&](uint64_t N) {
-    Seed = Seed * 6364136223846793005ULL + 1442695040888963407ULL;
-    return (Seed >> 33) % N;
-  };
   for (unsigned Trial = 0; Trial != 10; ++Trial) {
-    GraphBuilder B;
-    std::vector<TensorId> Values{B.input("x", 1)};
-    std::vector<uint32_t> Placement;
-    for (unsigned I = 0; I != 40; ++I) {
-      OpId O = B.op("op" + std::to_string(I), 0.001 * (1 + Next(50)),
-                    {Values[Next(Values.size())]}, {int64_t(1 + Next(4096))});
-      Values.push_back(B.result(O));
-      Placement.push_back(Next(2));
-    }
-    B.G.addOutput(Values.back());
-    SimRun A, S;
-    A.simulate(B.G, Plain, Placement);
-    S.simulate(B.G, Same, Placement);
-    EXPECT_DOUBLE_EQ(A.R.StepTime, S.R.StepTime) << "trial " << Trial;
+    RandomStep Step;
+    makeRandomStep(Seed, /*NumOps=*/40, /*NumDevices=*/2, Step);
+    expectSameTimeline(Step, Plain, Same, Trial);
   }
 }
 
