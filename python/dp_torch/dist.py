@@ -30,8 +30,11 @@ their messages:
 Backward runs each segment's autograd graph on its own: a segment's
 inputs are leaves, its outputs are roots whose gradients come from the
 segments that read them (messages from other ranks, or this rank's own
-segments). The gradient of a received tensor goes back after the
+segments). The gradient of a received tensor goes back from the
 backward of its last reader on the receiving rank (last in the order).
+A segment's backward runs in chunks (``_plan_backward``), so that a
+gradient is taken when the backward reaches its node and sent when the
+backward of its reader has run, not at the segment's ends.
 A weight or graph input read on another rank is sent there at the start
 of the step; its gradient comes back after the last item.
 """
@@ -306,6 +309,88 @@ class DistRunner:
                     if self.rank_of[self.segs[i].device] == dst]
             self.last_reader[(t, dst)] = max(
                 segs, key=lambda i: position[("backward", i)])
+        self._plan_backward()
+
+    def _plan_backward(self):
+        """Where each segment's backward stops to take or send a message.
+
+        One autograd call for a whole segment would take every gradient of
+        its outputs before it starts and send those of its inputs only when
+        it ends, so that a rank waiting for one of them would wait for the
+        whole segment, where the simulator runs each op's backward on its
+        own. So a segment's backward runs in chunks, from its last nodes
+        to its first: a chunk ends after a node whose output another rank
+        reads (its gradient is taken before that node's backward, when
+        the later nodes' backward has run) and one starts at the first
+        reader of a tensor whose gradient this segment sends back (it
+        goes when that reader's backward has run). The forward reads the
+        tensors that cross chunks detached (module.run's `cut`).
+
+        Every rank plans every segment, so that in lockstep a receiver
+        takes a segment's gradients in the order its rank sends them.
+        """
+        sources = self.graph.sources
+        self.chunks = {}      # segment -> [node index where each chunk starts]
+        self.cut = {}         # segment -> tensors detached between chunks
+        self.chunk_roots = {}  # segment -> per chunk, what it made that
+        #                        others read (backward starts from them)
+        self.completes = {}   # segment -> per chunk, the inputs whose
+        #                       gradient is whole once it has run
+        self.grad_sends = {}  # segment -> [(tensor, owner)], in send order
+        for seg in self.segs:
+            rank = self.rank_of[seg.device]
+            inputs = set(seg.inputs)
+            starts = [0]
+            first = set()
+            for i, node in enumerate(seg.nodes):
+                sends = any(
+                    t in inputs and t not in first and
+                    t not in sources and self._owner(t) != rank and
+                    self.last_reader.get((t, rank)) == seg.index
+                    for t in node.inputs)
+                first.update(t for t in node.inputs if t in inputs)
+                if sends and starts[-1] != i:
+                    starts.append(i)
+                read_away = any(
+                    self.rank_of[self.segs[j].device] != rank
+                    for t in node.outputs if t
+                    for j in self.readers.get(t, ()))
+                if read_away and i + 1 < len(seg.nodes):
+                    starts.append(i + 1)
+            chunk_of = []
+            for c, begin in enumerate(starts):
+                end = starts[c + 1] if c + 1 < len(starts) else len(seg.nodes)
+                chunk_of += [c] * (end - begin)
+            made_in = {}
+            cut = set()
+            first_chunk = {}
+            for i, node in enumerate(seg.nodes):
+                c = chunk_of[i]
+                for t in node.inputs:
+                    if t in made_in and made_in[t] != c:
+                        cut.add(t)
+                    elif t in inputs and t not in first_chunk:
+                        first_chunk[t] = c
+                for t in node.outputs:
+                    if t:
+                        made_in[t] = c
+            outputs = set(seg.outputs)
+            roots = [[] for _ in starts]
+            for t, c in made_in.items():
+                if t in outputs or t in cut:
+                    roots[c].append(t)
+            completes = [[] for _ in starts]
+            for t in seg.inputs:
+                completes[first_chunk[t]].append(t)
+            self.chunks[seg.index] = starts
+            self.cut[seg.index] = cut
+            self.chunk_roots[seg.index] = roots
+            self.completes[seg.index] = completes
+            self.grad_sends[seg.index] = [
+                (t, self._owner(t)) for c in reversed(range(len(starts)))
+                for t in completes[c]
+                if t not in sources and self._owner(t) != rank and
+                self.last_reader.get((t, rank)) == seg.index]
 
     def _tag(self, t, dst, grad=False):
         return self.messages[(t, dst)] + (self.num_messages if grad else 0)
@@ -499,7 +584,7 @@ class DistRunner:
                         if dst == self.rank:
                             self._receive(t)
             elif mine:
-                back.run(seg, seg_leaves.pop(k))
+                back.run(seg, *seg_leaves.pop(k))
             elif lockstep:
                 back.take_early(seg)
         outputs = {t: self.env[t] for t in graph.outputs
@@ -578,15 +663,17 @@ class DistRunner:
             self.times.run -= time.perf_counter() - got
             return v
 
+        cut = dict.fromkeys(self.cut[seg.index]) if train else None
         start = time.perf_counter()
         out_env = self.module.run({}, nodes=seg.nodes, env=local,
                                   where=where, free=True, keep=seg.outputs,
                                   on_output=send if sends else None,
-                                  fetch=take if remote else None)
+                                  fetch=take if remote else None, cut=cut)
         self.times.run += time.perf_counter() - start
+        made = {t: pair for t, pair in (cut or {}).items() if pair}
         for t in seg.outputs:
-            env[t] = out_env[t]
-        return leaves
+            env[t] = made[t][0] if t in made else out_env[t]
+        return leaves, made
 
     def _grad_from(self, t, dst):
         shape, dtype = self.meta[t]
@@ -627,59 +714,88 @@ class _Backward:
 
     def take_early(self, seg):
         """Lockstep: the gradients that seg's rank sends at its backward
-        item, taken now."""
+        item, taken now, in the order it sends them."""
         r = self.r
         dst = r.rank_of[seg.device]
-        for (t, d), last in r.last_reader.items():
-            if last == seg.index and d == dst and r._owner(t) == r.rank \
-                    and t not in r.graph.sources and \
-                    r._needs_grad_message(t):
-                self.early[(t, d)] = r._grad_from(t, d)
+        for t, owner in r.grad_sends[seg.index]:
+            if owner == r.rank and r._needs_grad_message(t):
+                self.early[(t, dst)] = r._grad_from(t, dst)
 
-    def run(self, seg, leaves):
+    def run(self, seg, leaves, made):
+        """seg's backward, chunk by chunk from its last nodes (see
+        DistRunner._plan_backward): each chunk takes the gradients of what
+        it made when it starts, and the gradients its backward completes
+        go back when it ends. made: the cut tensors, (made, leaf)."""
         r = self.r
-        graph = r.graph
-        roots, rgrads = [], []
-        for t in seg.outputs:
-            g = self.grads.pop(t, None)
-            for (tt, dst) in r.seg_sends[seg.index]:
-                if tt != t or not r._needs_grad_message(t):
-                    continue
+        outputs = set(seg.outputs)
+        away = {}
+        for t, dst in r.seg_sends[seg.index]:
+            away.setdefault(t, []).append(dst)
+        starts = r.chunks[seg.index]
+        for c in reversed(range(len(starts))):
+            roots, rgrads = [], []
+            for t in r.chunk_roots[seg.index][c]:
+                g = self._output_grad(t, away) if t in outputs else None
+                v = r.env[t] if t in outputs else None
+                pair = made.get(t)
+                if pair is not None:
+                    v = pair[0]
+                    if pair[1].grad is not None:
+                        g = pair[1].grad if g is None else g + pair[1].grad
+                if g is not None and v is not None and v.requires_grad:
+                    roots.append(v)
+                    rgrads.append(g)
+            if roots:
+                start = time.perf_counter()
+                torch.autograd.backward(roots, rgrads)
+                r.times.ops += time.perf_counter() - start
+                if r.recorder is not None:
+                    r.recorder.span(
+                        "op", "backward of segment %d" % seg.index
+                        + (" chunk %d" % c if len(starts) > 1 else ""),
+                        start)
+            for t in r.completes[seg.index][c]:
+                if t in leaves:
+                    self._input_grad(seg, t, leaves[t])
+
+    def _output_grad(self, t, away):
+        """The gradient of t, an output of one of this rank's segments:
+        from this rank's readers, other ranks' and the loss."""
+        r = self.r
+        g = self.grads.pop(t, None)
+        if r._needs_grad_message(t):
+            for dst in away.get(t, ()):
                 got = self.early.pop((t, dst), None)
                 if got is None:
                     got = r._grad_from(t, dst)
                 g = got if g is None else g + got
-            v = r.env[t]
-            if t in graph.outputs and v.is_floating_point():
-                # The loss is the sum of every float output's ReduceSum.
-                one = torch.ones_like(v)
-                g = one if g is None else g + one
-            if g is not None and v.requires_grad:
-                roots.append(v)
-                rgrads.append(g)
-        if roots:
-            start = time.perf_counter()
-            torch.autograd.backward(roots, rgrads)
-            r.times.ops += time.perf_counter() - start
-            if r.recorder is not None:
-                r.recorder.span("op", "backward of segment %d" % seg.index,
-                                start)
-        for t, leaf in leaves.items():
-            g = leaf.grad
-            owner = r._owner(t)
-            if owner == r.rank:
-                if g is not None:
-                    self.grads[t] = g if t not in self.grads \
-                        else self.grads[t] + g
-                continue
-            if g is None:
-                g = torch.zeros_like(leaf)
-            acc = self.sent_acc
-            acc[t] = g if t not in acc else acc[t] + g
-            if t not in graph.sources and \
-                    r.last_reader[(t, r.rank)] == seg.index:
-                r._isend(acc[t], owner, r._tag(t, r.rank, grad=True),
-                         name=t + "/grad")
+        v = r.env[t]
+        if t in r.graph.outputs and v.is_floating_point():
+            # The loss is the sum of every float output's ReduceSum.
+            one = torch.ones_like(v)
+            g = one if g is None else g + one
+        return g
+
+    def _input_grad(self, seg, t, leaf):
+        """leaf's gradient from seg is whole: it goes to the segment of
+        this rank that made t, or is summed for t's owner and sent when
+        seg is t's last reader here."""
+        r = self.r
+        g = leaf.grad
+        owner = r._owner(t)
+        if owner == r.rank:
+            if g is not None:
+                self.grads[t] = g if t not in self.grads \
+                    else self.grads[t] + g
+            return
+        if g is None:
+            g = torch.zeros_like(leaf)
+        acc = self.sent_acc
+        acc[t] = g if t not in acc else acc[t] + g
+        if t not in r.graph.sources and \
+                r.last_reader[(t, r.rank)] == seg.index:
+            r._isend(acc[t], owner, r._tag(t, r.rank, grad=True),
+                     name=t + "/grad")
 
     def source_gradients(self):
         """Gradients of sources read on other ranks go back to their

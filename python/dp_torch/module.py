@@ -224,7 +224,7 @@ class PlacedModule(torch.nn.Module):
         return last
 
     def run(self, feeds, nodes=None, env=None, where=None, free=False,
-            keep=(), on_output=None, fetch=None):
+            keep=(), on_output=None, fetch=None, cut=None):
         """Runs `nodes` (default: all) and returns the tensor environment.
 
         `where` maps a tensor name to the dp device that holds it; copies
@@ -237,7 +237,11 @@ class PlacedModule(torch.nn.Module):
         has run (ranks send what others read then, not after the run).
         `fetch(name)` gives an input that is not in `env` when the first
         node that reads it is about to run (a rank receives it then, not
-        before the run), and it then stays in `env`.
+        before the run), and it then stays in `env`. `cut` (a dict) names
+        the float tensors that the nodes after their maker read detached:
+        each becomes ``cut[name] = (made, leaf)``, the later nodes read the
+        leaf, so that a backward pass from the later nodes' outputs stops
+        there and one from `made` covers the earlier nodes alone.
         """
         graph = self.graph
         last = self.last_reads(nodes) if free else {}
@@ -290,10 +294,15 @@ class PlacedModule(torch.nn.Module):
             del args
             for name, t in zip(node.outputs, outs):
                 if name:
-                    env[name] = t
-                    where[name] = node.device
                     if on_output is not None:
                         on_output(name, t)
+                    if cut is not None and name in cut and \
+                            t.requires_grad:
+                        leaf = t.detach().requires_grad_(True)
+                        cut[name] = (t, leaf)
+                        t = leaf
+                    env[name] = t
+                    where[name] = node.device
             del outs
             for name in list(node.inputs) + list(node.outputs):
                 if name and last.get(name) == i and name not in keep and \

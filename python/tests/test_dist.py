@@ -9,7 +9,7 @@ import torch
 import torch.nn as nn
 
 from conftest import export, max_rel_err, place_by_hand, run_runtime
-from dp_torch.dist import make_segments
+from dp_torch.dist import DistRunner, make_segments
 from dp_torch.graph import PlacedGraph
 
 
@@ -133,3 +133,48 @@ def test_report_of_two_ranks(ladder):
     s = r["step_s"]
     assert 0 < s["min"] <= s["median"] <= s["max"]
     assert len(s["all"]) == 3
+
+
+def test_backward_sends_a_gradient_before_its_segment_ends(ladder):
+    """A segment's backward runs in chunks: the gradient of an input read
+    by the segment's last node goes back before the backward of its first
+    node, as the simulator sends each op's gradient when its backward op
+    ends; and the weights still train as torch's."""
+    import json
+    m, x, tmp = ladder
+    # The b chain (and the products) on cpu:1: every rung crosses twice.
+    place_by_hand(str(tmp / "m.onnx"), str(tmp / "ab.onnx"),
+                  lambda i, n: "cpu:%d" % ("/b." in n or "Mul" in n or
+                                           "Neg" in n))
+    graph = PlacedGraph(str(tmp / "ab.onnx"))
+    runner = DistRunner(graph, 0, 2)
+    # Segments of cpu:1 whose first gradient sent is complete before
+    # their first chunk's backward.
+    early = {}
+    for seg in runner.segs:
+        chunks = runner.chunks[seg.index]
+        sends = runner.grad_sends[seg.index]
+        if seg.device != "cpu:1" or len(chunks) < 2 or not sends:
+            continue
+        t = sends[0][0]
+        assert t in runner.completes[seg.index][len(chunks) - 1]
+        early[seg.index] = t
+    assert early
+    run_runtime(["run", "ab.onnx", "--nproc", "2", "--train", "--steps",
+                 "1", "--warmup", "1", "--inputs", "in.npz", "--optimizer",
+                 "sgd", "--timeout", "60", "--save-weights", "w.npz"], tmp)
+    assert_trained_as_torch(m, x, str(tmp / "w.npz"), 2)
+    run_runtime(["run", "ab.onnx", "--nproc", "2", "--train", "--steps",
+                 "1", "--warmup", "1", "--inputs", "in.npz", "--timeout",
+                 "60", "--profile", "t.json", "--profile-steps", "1"], tmp)
+    trace = json.loads((tmp / "t.json").read_text())["traceEvents"]
+    pid = next(e["pid"] for e in trace if e.get("name") == "process_name"
+               and e["args"]["name"].startswith("cpu:1"))
+    mine = [e for e in trace if e.get("pid") == pid and "ts" in e]
+    for k, t in early.items():
+        sent = [e["ts"] for e in mine if e["cat"] == "send" and
+                e["name"] == t + "/grad"]
+        first_chunk = [e["ts"] for e in mine if e["cat"] == "op" and
+                       e["name"] == "backward of segment %d chunk 0" % k]
+        assert len(sent) == 1 and len(first_chunk) == 1, (k, t)
+        assert sent[0] < first_chunk[0], (k, t)
