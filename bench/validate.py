@@ -12,8 +12,11 @@ link measured on the runtime's own messages). For each of the six bundled
 models, at the smaller input sizes of `utils/export-models.py --size
 validation`, and for the inference and the training step (a case):
 
-1. the runtime runs the single-device placement with `--profile`: a
-   torch.profiler trace with every node's forward and backward;
+1. the runtime runs the single-device placement with `--profile` in
+   PROFILE_PROCESSES processes: torch.profiler traces with every node's
+   forward and backward, pooled by `cost-annotate{profile=a:b:c}` (the
+   speed of a process differs from the next one's; one process's
+   profile would set every simulated step of the case);
 2. each placer places the model with the profiled costs, and `emit`
    writes the placed model;
 3. for each cost source (roofline, oneDNN, the profile), dp-opt simulates
@@ -90,6 +93,8 @@ COMPARISONS = [
 AGAINST = {"measured_s": "median", "min_s": "fastest", "mean_s": "mean"}
 # The comparison the targets judge.
 HEADLINE = COMPARISONS[2]
+# The processes the single-device placement is profiled in, pooled.
+PROFILE_PROCESSES = 3
 # The fewest timed steps one process runs, whatever --steps / --rounds.
 MIN_STEPS_PER_PROCESS = 10
 # dp's pick, and the placement two workers are measured against.
@@ -499,8 +504,11 @@ def validate_case(case, placers, steps, warmup, rounds):
         [case.prefix, "cost-annotate", PLACERS["single"],
          "emit{format=onnx,out=%s}" % seed_out]),
         "-cluster=" + case.cluster, "-disable-output", case.src])
-    profile = case.path(".trace.json")
-    case.measure(seed_out + ".placed.onnx", 1, 1, 1, profile=profile)
+    traces = [case.path(".trace%d.json" % i)
+              for i in range(PROFILE_PROCESSES)]
+    for trace in traces:
+        case.measure(seed_out + ".placed.onnx", 1, 1, 1, profile=trace)
+    profile = ":".join(traces)
     # Every placer places and every cost source simulates before anything
     # is timed, so that the rounds below follow each other closely.
     placed, devices, sims = {}, {}, {}
@@ -634,8 +642,8 @@ def section(rows, cluster, command):
         "placements made with the profiled costs (medians); each placement "
         "simulated as the runtime runs it (`place{algo=given}`) with each "
         "cost source. The profile comes from 5 profiled steps of the "
-        "single-device placement, in another process than the timed "
-        "steps. The roofline, oneDNN and profile medians are compared with "
+        "single-device placement in each of %d processes, pooled, none of "
+        "them the timed ones. The roofline, oneDNN and profile medians are compared with "
         "the median timed step; the profile's fastest times "
         "(`profile-stat=min`) with the fastest timed step; its means "
         "(`profile-stat=mean`) with the mean timed step. "
@@ -648,7 +656,7 @@ def section(rows, cluster, command):
             "; the workers a shared group whose speed with 1, 2, ... busy "
             "is %s (`host-cluster`'s probe)" % ", ".join(
                 "%g" % v for v in cluster["shared"][0]["speed"])
-            if cluster.get("shared") else "", command))
+            if cluster.get("shared") else "", PROFILE_PROCESSES, command))
     lines.append("")
     lines.append(protocol_text(rows))
     lines.append("")

@@ -148,10 +148,19 @@ private:
 };
 } // namespace
 
+/// The files of a profile= value: several (one per process) are
+/// separated by ':'.
+static std::vector<std::string> splitProfilePaths(StringRef Value) {
+  SmallVector<StringRef, 4> Parts;
+  Value.split(Parts, ':', -1, /*KeepEmpty=*/false);
+  return std::vector<std::string>(Parts.begin(), Parts.end());
+}
+
 Error GraphCoster::loadProfile() {
   if (Opts.ProfilePath.empty())
     return Error::success();
-  Expected<OpProfile> P = OpProfile::load(Opts.ProfilePath, Opts.ProfileStat);
+  Expected<OpProfile> P =
+      OpProfile::load(splitProfilePaths(Opts.ProfilePath), Opts.ProfileStat);
   if (!P)
     return P.takeError();
   Profile = std::move(*P);
@@ -381,7 +390,7 @@ static constexpr EnumEntry<ProfileStatKind> ProfileStatNames[] = {
 OptionTable CostAnnotatePass::describeOptions(CostOptions &O) {
   OptionTable T(name().str());
   T.choice<CostSourceKind>("source", O.Source, CostSourceNames)
-      .text("profile", O.ProfilePath, "FILE")
+      .text("profile", O.ProfilePath, "FILE[:FILE...]")
       .text("profile-device", O.ProfileDevice, "TYPE")
       .choice<ProfileStatKind>("profile-stat", O.ProfileStat, ProfileStatNames)
       .integer("runs", O.Runs, 1u, 1000u)
@@ -392,6 +401,9 @@ OptionTable CostAnnotatePass::describeOptions(CostOptions &O) {
         for (StringRef Key : {"runs", "cache", "measure-limit"})
           if (T.wasGiven(Key) && O.Source != CostSourceKind::OneDNN)
             return T.makeError(Key + "= applies to source=onednn only");
+        if (T.wasGiven("profile") &&
+            splitProfilePaths(O.ProfilePath).empty())
+          return T.makeError("profile= names no file");
         for (StringRef Key : {"profile-device", "profile-stat"})
           if (T.wasGiven(Key) && O.ProfilePath.empty())
             return T.makeError(Key + "= needs profile=<file>");

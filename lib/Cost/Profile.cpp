@@ -218,6 +218,18 @@ public:
 
   bool empty() const { return Durations.empty(); }
 
+  /// Pools the times of \p Other, a profile of another process, with
+  /// these (each reader took its own profiler's overhead off already).
+  void absorb(ProfileReader &&Other) {
+    for (auto &KV : Other.Durations) {
+      SmallVector<double, 1> &D = Durations[KV.getKey()];
+      D.append(KV.getValue().begin(), KV.getValue().end());
+    }
+    for (std::string &Note : Other.Notes)
+      if (!llvm::is_contained(Notes, Note))
+        Notes.push_back(std::move(Note));
+  }
+
 private:
   /// Reads the integer \p Key of \p Args at \p Path into \p Out: -1 when
   /// absent, negative or out of range (autograd writes UINT64_MAX for nodes
@@ -569,31 +581,29 @@ Error ProfileReader::attributeTrace() {
   return Error::success();
 }
 
-Expected<OpProfile> OpProfile::parse(MemoryBufferRef Buffer,
-                                     ProfileStatKind Stat) {
+/// Reads \p Buffer into \p Reader; sets \p Format.
+static Error readProfile(MemoryBufferRef Buffer, ProfileReader &Reader,
+                         ProfileFormatKind &Format) {
   StringRef File = Buffer.getBufferIdentifier();
   Expected<json::Value> Root = json::parse(Buffer.getBuffer());
   if (!Root)
     return makeSyntaxError(File, Root.takeError());
-  OpProfile P;
-  ProfileReader Reader(File);
+  Format = ProfileFormatKind::ChromeTrace;
   if (const json::Array *Events = Root->getAsArray()) {
     if (isONNXRuntimeProfile(*Events)) {
+      Format = ProfileFormatKind::ONNXRuntime;
       if (Error E = Reader.readONNXRuntime(*Events))
-        return std::move(E);
-    } else {
-      P.Format = ProfileFormatKind::ChromeTrace;
-      if (Error E = Reader.readChromeTrace(*Events, ""))
-        return std::move(E);
+        return E;
+    } else if (Error E = Reader.readChromeTrace(*Events, "")) {
+      return E;
     }
   } else if (const json::Object *Obj = Root->getAsObject();
              Obj && Obj->get("traceEvents")) {
-    P.Format = ProfileFormatKind::ChromeTrace;
     const json::Array *Events = Obj->get("traceEvents")->getAsArray();
     if (!Events)
       return Reader.error("traceEvents", "expected a list of events");
     if (Error E = Reader.readChromeTrace(*Events, "traceEvents"))
-      return std::move(E);
+      return E;
   } else {
     return makeFileError(File, 0, 0,
                          "expected a list of events (ONNX Runtime) or an "
@@ -602,24 +612,76 @@ Expected<OpProfile> OpProfile::parse(MemoryBufferRef Buffer,
   if (Reader.empty())
     return makeFileError(
         File, 0, 0,
-        P.Format == ProfileFormatKind::ONNXRuntime
+        Format == ProfileFormatKind::ONNXRuntime
             ? "no op times in the profile (expected \"Node\" events named "
               "\"<node>_kernel_time\")"
             : "no op times in the trace (expected events with \"ph\": "
               "\"X\")");
-  P.TimeKind = Reader.getTimeKind();
-  P.Notes = Reader.takeNotes();
-  P.Seconds = Reader.takeTimes(Stat);
+  return Error::success();
+}
+
+static StringRef getFormatName(ProfileFormatKind F) {
+  return F == ProfileFormatKind::ONNXRuntime ? "an ONNX Runtime profile"
+                                             : "a Chrome trace";
+}
+
+Expected<OpProfile> OpProfile::parse(ArrayRef<MemoryBufferRef> Buffers,
+                                     ProfileStatKind Stat) {
+  assert(!Buffers.empty() && "a profile to parse");
+  OpProfile P;
+  Optional<ProfileReader> Pooled;
+  for (MemoryBufferRef Buffer : Buffers) {
+    StringRef File = Buffer.getBufferIdentifier();
+    ProfileReader Reader(File);
+    ProfileFormatKind Format;
+    if (Error E = readProfile(Buffer, Reader, Format))
+      return std::move(E);
+    if (!Pooled) {
+      P.Format = Format;
+      P.TimeKind = Reader.getTimeKind();
+      Pooled.emplace(std::move(Reader));
+      continue;
+    }
+    // Pooled times must measure the same thing.
+    if (Format != P.Format)
+      return makeFileError(File, 0, 0,
+                           "the profile is " + getFormatName(Format) +
+                               ", the first (" +
+                               Buffers.front().getBufferIdentifier() +
+                               ") " + getFormatName(P.Format));
+    if (Reader.getTimeKind() != P.TimeKind)
+      return makeFileError(
+          File, 0, 0,
+          Twine("the trace times ") +
+              (Reader.getTimeKind() == ProfileTimeKind::Kernel
+                   ? "GPU kernels"
+                   : "host events") +
+              ", the first (" + Buffers.front().getBufferIdentifier() +
+              ") " +
+              (P.TimeKind == ProfileTimeKind::Kernel ? "GPU kernels"
+                                                     : "host events"));
+    Pooled->absorb(std::move(Reader));
+  }
+  P.Notes = Pooled->takeNotes();
+  P.Seconds = Pooled->takeTimes(Stat);
   return std::move(P);
 }
 
-Expected<OpProfile> OpProfile::load(StringRef Path, ProfileStatKind Stat) {
-  ErrorOr<std::unique_ptr<MemoryBuffer>> Buf = MemoryBuffer::getFile(
-      Path, /*IsText=*/true, /*RequiresNullTerminator=*/false);
-  if (std::error_code EC = Buf.getError())
-    return makeFileError(Path, 0, 0,
-                         "cannot read the profile: " + EC.message());
-  return parse((*Buf)->getMemBufferRef(), Stat);
+Expected<OpProfile> OpProfile::load(ArrayRef<std::string> Paths,
+                                    ProfileStatKind Stat) {
+  assert(!Paths.empty() && "a profile to load");
+  std::vector<std::unique_ptr<MemoryBuffer>> Bufs;
+  std::vector<MemoryBufferRef> Refs;
+  for (const std::string &Path : Paths) {
+    ErrorOr<std::unique_ptr<MemoryBuffer>> Buf = MemoryBuffer::getFile(
+        Path, /*IsText=*/true, /*RequiresNullTerminator=*/false);
+    if (std::error_code EC = Buf.getError())
+      return makeFileError(Path, 0, 0,
+                           "cannot read the profile: " + EC.message());
+    Refs.push_back((*Buf)->getMemBufferRef());
+    Bufs.push_back(std::move(*Buf));
+  }
+  return parse(Refs, Stat);
 }
 
 } // namespace dp

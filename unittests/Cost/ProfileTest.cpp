@@ -385,7 +385,7 @@ TEST(ProfileTest, Errors) {
 }
 
 TEST(ProfileTest, MissingFile) {
-  Expected<OpProfile> P = OpProfile::load("/nonexistent/prof.json");
+  Expected<OpProfile> P = OpProfile::load({"/nonexistent/prof.json"});
   ASSERT_FALSE(bool(P));
   std::vector<test::Diag> Diags = test::collectErrors(P.takeError());
   ASSERT_EQ(Diags.size(), 1u);

@@ -31,8 +31,10 @@
 /// nested in it is then its duration less R + P * n, but no less than
 /// 1 us (or its duration, if shorter).
 ///
-/// A name seen several times (several profiled runs) gets the median of its
-/// times, their minimum or their mean (ProfileStatKind). Errors name the file and the
+/// A name seen several times (several profiled steps, or several
+/// profiles pooled: one per process, as the speed of a process on a shared
+/// machine varies from one to the next) gets the median of its times,
+/// their minimum or their mean (ProfileStatKind). Errors name the file and the
 /// JSON path of the bad value.
 ///
 //===----------------------------------------------------------------------===//
@@ -95,14 +97,17 @@ public:
   /// cannot be attributed); empty when all of it was.
   llvm::ArrayRef<std::string> getNotes() const { return Notes; }
 
-  /// Parses \p Buffer, combining the per-step times of a name by \p Stat;
-  /// errors are located in its identifier.
+  /// Parses \p Buffers, profiles of the same model in one format (each
+  /// process's, say), pooling the per-step times of a name over all of
+  /// them and combining them by \p Stat; errors are located in the
+  /// identifier of the buffer at fault.
   static llvm::Expected<OpProfile>
-  parse(llvm::MemoryBufferRef Buffer,
+  parse(llvm::ArrayRef<llvm::MemoryBufferRef> Buffers,
         ProfileStatKind Stat = ProfileStatKind::Median);
-  /// Reads and parses the file \p Path.
+  /// Reads and parses the files \p Paths.
   static llvm::Expected<OpProfile>
-  load(llvm::StringRef Path, ProfileStatKind Stat = ProfileStatKind::Median);
+  load(llvm::ArrayRef<std::string> Paths,
+       ProfileStatKind Stat = ProfileStatKind::Median);
 
 private:
   ProfileFormatKind Format = ProfileFormatKind::ONNXRuntime;
