@@ -134,6 +134,12 @@ static std::string makeScheduleJSON(const PlacedModel &PM, const Cluster &C,
             for (unsigned I : Schedule.Nodes[K])
               J.value(PM.getNodeNames()[I]);
           });
+          // In the order their backward ran, for a training step.
+          if (Schedule.Training)
+            J.attributeArray("backward_nodes", [&] {
+              for (unsigned I : Schedule.BackwardNodes[K])
+                J.value(PM.getNodeNames()[I]);
+            });
         });
     });
     J.attributeBegin("order");

@@ -140,6 +140,71 @@ orderSegmentNodes(const PlacedStep &S, const PlacedModel &PM,
   return Out;
 }
 
+/// Each segment's nodes in the order their backward ran in the simulated
+/// step (StepSchedule::BackwardNodes), from the forward orders \p Nodes. A
+/// node's key is the start of its first backward op, raised to the keys
+/// of the nodes of its segment that read from it (a node's gradient is
+/// whole only when theirs has run); a node without backward ops takes
+/// those readers' largest key (0 without any). A stable sort by key of
+/// the reversed forward order keeps every reader before its producer.
+static std::vector<std::vector<unsigned>>
+orderSegmentBackward(const PlacedStep &S, const PlacedModel &PM,
+                     ArrayRef<std::vector<unsigned>> Nodes) {
+  const Graph &G = *S.G;
+  ArrayRef<std::string> Names = PM.getNodeNames();
+  StringMap<unsigned> ModelIndex;
+  for (unsigned I = 0, E = Names.size(); I != E; ++I)
+    ModelIndex[Names[I]] = I;
+  std::vector<double> Key(Names.size(), 0);
+  std::vector<bool> HasKey(Names.size());
+  for (OpId O = 0, E = G.getNumOps(); O != E; ++O) {
+    if (S.Origin[O].empty() ||
+        ann::getString(G.getOp(O), ann::Phase) != "backward")
+      continue;
+    auto It = ModelIndex.find(S.Origin[O]);
+    if (It == ModelIndex.end())
+      continue;
+    double Start = S.Result.Ops[O].Start;
+    unsigned I = It->second;
+    Key[I] = HasKey[I] ? std::min(Key[I], Start) : Start;
+    HasKey[I] = true;
+  }
+  const onnx::GraphProto &OG = PM.getModel().graph();
+  std::vector<std::vector<unsigned>> Out;
+  Out.reserve(Nodes.size());
+  for (ArrayRef<unsigned> Forward : Nodes) {
+    // The largest key of the segment's readers of each tensor so far.
+    StringMap<double> ReadAt;
+    std::vector<unsigned> Order(Forward.rbegin(), Forward.rend());
+    for (unsigned I : Order) {
+      double Readers = 0;
+      bool Read = false;
+      for (const std::string &Res : OG.node(I).output()) {
+        auto It = Res.empty() ? ReadAt.end() : ReadAt.find(Res);
+        if (It != ReadAt.end()) {
+          Readers = Read ? std::max(Readers, It->second) : It->second;
+          Read = true;
+        }
+      }
+      if (!HasKey[I])
+        Key[I] = Readers;
+      else if (Read)
+        Key[I] = std::max(Key[I], Readers);
+      for (const std::string &In : OG.node(I).input()) {
+        if (In.empty())
+          continue;
+        auto [It, New] = ReadAt.try_emplace(In, Key[I]);
+        if (!New)
+          It->second = std::max(It->second, Key[I]);
+      }
+    }
+    llvm::stable_sort(Order,
+                      [&](unsigned A, unsigned B) { return Key[A] < Key[B]; });
+    Out.push_back(std::move(Order));
+  }
+  return Out;
+}
+
 StepSchedule computeStepSchedule(const PlacedStep &S, const PlacedModel &PM,
                                  const ModelSegments &Segs) {
   const Graph &G = *S.G;
@@ -211,6 +276,8 @@ StepSchedule computeStepSchedule(const PlacedStep &S, const PlacedModel &PM,
   Sched.Order =
       orderScheduleItems(After, Sched.ForwardKeys, Sched.BackwardKeys);
   Sched.Nodes = orderSegmentNodes(S, PM, Segs);
+  if (Sched.Training)
+    Sched.BackwardNodes = orderSegmentBackward(S, PM, Sched.Nodes);
   return Sched;
 }
 

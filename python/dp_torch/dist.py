@@ -51,13 +51,14 @@ from .schedule import check_order, full_order
 
 
 class Segment:
-    __slots__ = ("index", "device", "nodes", "inputs", "outputs",
-                 "reach", "loss_outputs")
+    __slots__ = ("index", "device", "nodes", "backward_nodes", "inputs",
+                 "outputs", "reach", "loss_outputs")
 
     def __init__(self, index, device):
         self.index = index
         self.device = device
         self.nodes = []
+        self.backward_nodes = None  # in backward order; None: reversed
         self.inputs = []     # tensors read, made outside the segment
         self.outputs = []    # tensors made here and read elsewhere
         self.reach = 0       # bit set of the segments this one depends on
@@ -104,6 +105,21 @@ def _scheduled_segments(graph):
                         if p == seg.index else
                         "the later segment %d makes" % p))
             made.update(t for t in node.outputs if t)
+    for seg, names in zip(segs, graph.schedule.backward):
+        if names is None:
+            continue
+        seg.backward_nodes = [by_name[n] for n in names]
+        # Reverse topological: a node's backward after its readers'.
+        done = set()
+        for node in seg.backward_nodes:
+            for t in node.inputs:
+                if seg_of.get(t) == seg.index and t in done:
+                    raise RuntimeError_(
+                        "%s: metadata 'dp.schedule': segment %d: error: in "
+                        "'backward_nodes', node '%s' comes after the node "
+                        "that makes '%s', which it reads"
+                        % (graph.path, seg.index, node.name, t))
+            done.update(t for t in node.outputs if t)
     return _connect(graph, segs, seg_of)
 
 
@@ -318,20 +334,23 @@ class DistRunner:
         its outputs before it starts and send those of its inputs only when
         it ends, so that a rank waiting for one of them would wait for the
         whole segment, where the simulator runs each op's backward on its
-        own. So a segment's backward runs in chunks, from its last nodes
-        to its first: a chunk ends after a node whose output another rank
-        reads (its gradient is taken before that node's backward, when
-        the later nodes' backward has run) and one starts at the first
-        reader of a tensor whose gradient this segment sends back (it
-        goes when that reader's backward has run). The forward reads the
-        tensors that cross chunks detached (module.run's `cut`).
+        own. So a segment's backward runs its nodes in chunks, in its
+        backward order (the schedule's ``backward_nodes``, the simulated
+        one; else the reverse of the forward order): a chunk starts at a
+        node whose output another rank reads (its gradient is taken there,
+        when the nodes before it have run their backward) and ends after
+        the last reader of a tensor whose gradient this segment sends
+        back (it goes then). A chunk is one autograd call; the forward
+        gives a tensor to a reader in another chunk detached (module.run's
+        `cut`), so that each call stops at the chunk's edge.
 
         Every rank plans every segment, so that in lockstep a receiver
         takes a segment's gradients in the order its rank sends them.
         """
         sources = self.graph.sources
-        self.chunks = {}      # segment -> [node index where each chunk starts]
-        self.cut = {}         # segment -> tensors detached between chunks
+        self.chunks = {}      # segment -> number of chunks
+        self.cut = {}         # segment -> {tensor: readers that get it
+        #                       detached}
         self.chunk_roots = {}  # segment -> per chunk, what it made that
         #                        others read (backward starts from them)
         self.completes = {}   # segment -> per chunk, the inputs whose
@@ -340,54 +359,55 @@ class DistRunner:
         for seg in self.segs:
             rank = self.rank_of[seg.device]
             inputs = set(seg.inputs)
-            starts = [0]
-            first = set()
-            for i, node in enumerate(seg.nodes):
-                sends = any(
-                    t in inputs and t not in first and
-                    t not in sources and self._owner(t) != rank and
-                    self.last_reader.get((t, rank)) == seg.index
-                    for t in node.inputs)
-                first.update(t for t in node.inputs if t in inputs)
-                if sends and starts[-1] != i:
-                    starts.append(i)
+            order = seg.backward_nodes or seg.nodes[::-1]
+            # The last reader, in backward order, of every input whose
+            # gradient this segment sends.
+            last = {}
+            for i, node in enumerate(order):
+                for t in node.inputs:
+                    if t in inputs and t not in sources and \
+                            self._owner(t) != rank and \
+                            self.last_reader.get((t, rank)) == seg.index:
+                        last[t] = i
+            ends = set(last.values())
+            chunk_of = {}
+            c = 0
+            for i, node in enumerate(order):
                 read_away = any(
                     self.rank_of[self.segs[j].device] != rank
                     for t in node.outputs if t
                     for j in self.readers.get(t, ()))
-                if read_away and i + 1 < len(seg.nodes):
-                    starts.append(i + 1)
-            chunk_of = []
-            for c, begin in enumerate(starts):
-                end = starts[c + 1] if c + 1 < len(starts) else len(seg.nodes)
-                chunk_of += [c] * (end - begin)
-            made_in = {}
-            cut = set()
-            first_chunk = {}
-            for i, node in enumerate(seg.nodes):
-                c = chunk_of[i]
+                if read_away and i and (i - 1) not in ends:
+                    c += 1
+                chunk_of[node.name] = c
+                if i in ends and i + 1 < len(order):
+                    c += 1
+            count = c + 1
+            made_in = {t: chunk_of[n.name] for n in seg.nodes
+                       for t in n.outputs if t}
+            cut = {}
+            whole = {}  # input -> the chunk of its last reader
+            for node in seg.nodes:
+                c = chunk_of[node.name]
                 for t in node.inputs:
                     if t in made_in and made_in[t] != c:
-                        cut.add(t)
-                    elif t in inputs and t not in first_chunk:
-                        first_chunk[t] = c
-                for t in node.outputs:
-                    if t:
-                        made_in[t] = c
+                        cut.setdefault(t, set()).add(node.name)
+                    elif t in inputs:
+                        whole[t] = max(whole.get(t, c), c)
             outputs = set(seg.outputs)
-            roots = [[] for _ in starts]
+            roots = [[] for _ in range(count)]
             for t, c in made_in.items():
                 if t in outputs or t in cut:
                     roots[c].append(t)
-            completes = [[] for _ in starts]
+            completes = [[] for _ in range(count)]
             for t in seg.inputs:
-                completes[first_chunk[t]].append(t)
-            self.chunks[seg.index] = starts
+                completes[whole[t]].append(t)
+            self.chunks[seg.index] = count
             self.cut[seg.index] = cut
             self.chunk_roots[seg.index] = roots
             self.completes[seg.index] = completes
             self.grad_sends[seg.index] = [
-                (t, self._owner(t)) for c in reversed(range(len(starts)))
+                (t, self._owner(t)) for c in range(count)
                 for t in completes[c]
                 if t not in sources and self._owner(t) != rank and
                 self.last_reader.get((t, rank)) == seg.index]
@@ -663,16 +683,17 @@ class DistRunner:
             self.times.run -= time.perf_counter() - got
             return v
 
-        cut = dict.fromkeys(self.cut[seg.index]) if train else None
+        made = {}
         start = time.perf_counter()
         out_env = self.module.run({}, nodes=seg.nodes, env=local,
                                   where=where, free=True, keep=seg.outputs,
                                   on_output=send if sends else None,
-                                  fetch=take if remote else None, cut=cut)
+                                  fetch=take if remote else None,
+                                  cut=self.cut[seg.index] if train else None,
+                                  cut_made=made)
         self.times.run += time.perf_counter() - start
-        made = {t: pair for t, pair in (cut or {}).items() if pair}
         for t in seg.outputs:
-            env[t] = made[t][0] if t in made else out_env[t]
+            env[t] = out_env[t]
         return leaves, made
 
     def _grad_from(self, t, dst):
@@ -722,7 +743,7 @@ class _Backward:
                 self.early[(t, dst)] = r._grad_from(t, dst)
 
     def run(self, seg, leaves, made):
-        """seg's backward, chunk by chunk from its last nodes (see
+        """seg's backward, chunk by chunk in its backward order (see
         DistRunner._plan_backward): each chunk takes the gradients of what
         it made when it starts, and the gradients its backward completes
         go back when it ends. made: the cut tensors, (made, leaf)."""
@@ -731,8 +752,8 @@ class _Backward:
         away = {}
         for t, dst in r.seg_sends[seg.index]:
             away.setdefault(t, []).append(dst)
-        starts = r.chunks[seg.index]
-        for c in reversed(range(len(starts))):
+        count = r.chunks[seg.index]
+        for c in range(count):
             roots, rgrads = [], []
             for t in r.chunk_roots[seg.index][c]:
                 g = self._output_grad(t, away) if t in outputs else None
@@ -752,7 +773,7 @@ class _Backward:
                 if r.recorder is not None:
                     r.recorder.span(
                         "op", "backward of segment %d" % seg.index
-                        + (" chunk %d" % c if len(starts) > 1 else ""),
+                        + (" chunk %d" % c if count > 1 else ""),
                         start)
             for t in r.completes[seg.index][c]:
                 if t in leaves:

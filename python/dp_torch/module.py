@@ -224,7 +224,7 @@ class PlacedModule(torch.nn.Module):
         return last
 
     def run(self, feeds, nodes=None, env=None, where=None, free=False,
-            keep=(), on_output=None, fetch=None, cut=None):
+            keep=(), on_output=None, fetch=None, cut=None, cut_made=None):
         """Runs `nodes` (default: all) and returns the tensor environment.
 
         `where` maps a tensor name to the dp device that holds it; copies
@@ -237,11 +237,12 @@ class PlacedModule(torch.nn.Module):
         has run (ranks send what others read then, not after the run).
         `fetch(name)` gives an input that is not in `env` when the first
         node that reads it is about to run (a rank receives it then, not
-        before the run), and it then stays in `env`. `cut` (a dict) names
-        the float tensors that the nodes after their maker read detached:
-        each becomes ``cut[name] = (made, leaf)``, the later nodes read the
-        leaf, so that a backward pass from the later nodes' outputs stops
-        there and one from `made` covers the earlier nodes alone.
+        before the run), and it then stays in `env`. `cut` maps a tensor
+        to the names of the nodes that read it detached: a leaf made when
+        the tensor is, ``cut_made[name] = (made, leaf)``, so that a
+        backward pass from those readers' outputs stops at the leaf and
+        one from `made` covers the other nodes alone (float tensors that
+        need a gradient only).
         """
         graph = self.graph
         last = self.last_reads(nodes) if free else {}
@@ -270,6 +271,9 @@ class PlacedModule(torch.nn.Module):
                     args.append(None)
                     continue
                 t = env.get(name)
+                if cut is not None and name in cut_made and \
+                        node.name in cut[name]:
+                    t = cut_made[name][1]
                 if t is None and fetch is not None:
                     t = fetch(name)
                     if t is not None:
@@ -298,9 +302,7 @@ class PlacedModule(torch.nn.Module):
                         on_output(name, t)
                     if cut is not None and name in cut and \
                             t.requires_grad:
-                        leaf = t.detach().requires_grad_(True)
-                        cut[name] = (t, leaf)
-                        t = leaf
+                        cut_made[name] = (t, t.detach().requires_grad_(True))
                     env[name] = t
                     where[name] = node.device
             del outs

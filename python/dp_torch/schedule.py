@@ -3,7 +3,9 @@
 ``emit{format=onnx}`` records in the model's metadata (docs/emit.md):
 
 * ``dp.schedule``: the model cut into segments (runs of one device's
-  nodes, emit's one segmentation rule) in run order, and one global
+  nodes, emit's one segmentation rule) in run order, each with its nodes
+  in forward order and, for a training step, in the order their
+  backward ran (``backward_nodes``), and one global
   order of items, ``["forward", k]`` and, for a training step,
   ``["backward", k]``, taken from the simulated step. Each rank runs its
   own items in that order, so the runtime runs what the simulator
@@ -34,11 +36,14 @@ PHASES = ("forward", "backward")
 
 class Schedule:
     """segments: [(device, [node name, ...])] in run order;
-    order: [(phase, segment index)] or None for the default."""
+    backward: per segment, its node names in backward order, or None
+    (reverse forward order); order: [(phase, segment index)] or None for
+    the default."""
 
-    def __init__(self, segments, order):
+    def __init__(self, segments, order, backward=None):
         self.segments = segments
         self.order = order
+        self.backward = backward or [None] * len(segments)
 
 
 def read_metadata(model):
@@ -66,6 +71,7 @@ def parse_schedule(path, meta, nodes):
     device_of = {n.name: n.device for n in nodes}
     seen = {}
     segments = []
+    backward = []
     for k, seg in enumerate(obj["segments"]):
         if not isinstance(seg, dict) or not isinstance(seg.get("device"),
                                                        str) or \
@@ -88,13 +94,21 @@ def parse_schedule(path, meta, nodes):
                     % (where, k, name, device_of[name], seg["device"]))
             seen[name] = k
         segments.append((seg["device"], list(seg["nodes"])))
+        back = seg.get("backward_nodes")
+        if back is not None and (not isinstance(back, list) or
+                                 sorted(map(str, back)) !=
+                                 sorted(seg["nodes"])):
+            raise RuntimeError_("%s: segment %d: error: 'backward_nodes' "
+                                "must list the segment's nodes, each once"
+                                % (where, k))
+        backward.append(back)
     missing = [n.name for n in nodes if n.name not in seen]
     if missing:
         raise RuntimeError_("%s: error: node '%s' is in no segment"
                             % (where, missing[0]))
     order = obj.get("order")
     if order is None:
-        return Schedule(segments, None)
+        return Schedule(segments, None, backward)
     if not isinstance(order, list):
         raise RuntimeError_("%s: error: 'order' is not a list" % where)
     items = []
@@ -114,15 +128,15 @@ def parse_schedule(path, meta, nodes):
                                                      key[1]))
         taken.add(key)
         items.append(key)
-    backward = sum(1 for phase, _ in items if phase == "backward")
+    trains = any(phase == "backward" for phase, _ in items)
     for k in range(len(segments)):
         if ("forward", k) not in taken:
             raise RuntimeError_("%s: error: the order has no forward item "
                                 "for segment %d" % (where, k))
-        if backward and ("backward", k) not in taken:
+        if trains and ("backward", k) not in taken:
             raise RuntimeError_("%s: error: the order has backward items "
                                 "but none for segment %d" % (where, k))
-    return Schedule(segments, items)
+    return Schedule(segments, items, backward)
 
 
 def check_order(path, order, deps):

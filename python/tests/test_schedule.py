@@ -61,9 +61,33 @@ def _random_order(segs, deps, rng):
     return order
 
 
+def _random_backward(seg, rng):
+    """A random reverse topological order of seg's nodes (a node after
+    every node of seg that reads from it)."""
+    made = {t: n.name for n in seg.nodes for t in n.outputs if t}
+    readers = {n.name: 0 for n in seg.nodes}
+    producers = {n.name: {made[t] for t in n.inputs if t in made}
+                 for n in seg.nodes}
+    for ps in producers.values():
+        for p in ps:
+            readers[p] += 1
+    ready = [n for n, k in readers.items() if not k]
+    order = []
+    while ready:
+        n = ready.pop(rng.randrange(len(ready)))
+        order.append(n)
+        for p in producers[n]:
+            readers[p] -= 1
+            if not readers[p]:
+                ready.append(p)
+    assert len(order) == len(seg.nodes)
+    return order
+
+
 def _scheduled(tmp, name, seed):
     """The ladder on three devices with a schedule whose order is a random
-    valid one (forward and backward items interleaved)."""
+    valid one (forward and backward items interleaved), and each segment's
+    backward order a random valid one."""
     rng = random.Random(seed)
     path = str(tmp / name)
     place_by_hand(str(tmp / "m.onnx"), path,
@@ -75,7 +99,8 @@ def _scheduled(tmp, name, seed):
     order = _random_order(segs, deps, rng)
     _set_meta(path, "dp.schedule", json.dumps({
         "version": 1,
-        "segments": [{"device": s.device, "nodes": [n.name for n in s.nodes]}
+        "segments": [{"device": s.device, "nodes": [n.name for n in s.nodes],
+                      "backward_nodes": _random_backward(s, rng)}
                      for s in segs],
         "order": order}))
     return path, segs, order
@@ -129,6 +154,9 @@ BAD = [
     ("backward missing", None, "has backward items but none for segment"),
     ("node before its input", None, "which a later node of the segment "
      "makes"),
+    ("backward not its nodes", None, "'backward_nodes' must list the "
+     "segment's nodes, each once"),
+    ("backward before its reader", None, "in 'backward_nodes', node"),
 ]
 
 
@@ -153,6 +181,12 @@ def _bad_schedule(kind, segs, order):
     elif kind == "node before its input":
         longest = max(segments, key=lambda s: len(s["nodes"]))
         longest["nodes"].reverse()
+    elif kind == "backward not its nodes":
+        segments[0]["backward_nodes"] = segments[0]["nodes"][:-1] + ["x"]
+    elif kind == "backward before its reader":
+        # Forward order: a producer's backward before its reader's.
+        longest = max(segments, key=lambda s: len(s["nodes"]))
+        longest["backward_nodes"] = list(longest["nodes"])
     elif kind == "backward missing":
         return json.dumps({"segments": segments,
                            "order": fwd + [["backward", 0]]})

@@ -76,6 +76,12 @@ struct StepSchedule {
   /// node no earlier than the nodes of its segment it reads from, ties in
   /// the split's order. A topological order of the segment's nodes.
   std::vector<std::vector<unsigned>> Nodes;
+  /// For a training step, by segment, its nodes in the order their
+  /// backward ran in the simulated step: by the start of their first
+  /// backward op, each node no earlier than the nodes of its segment that
+  /// read from it, ties in reverse forward order. A reverse topological
+  /// order of the segment's nodes. Empty for inference.
+  std::vector<std::vector<unsigned>> BackwardNodes;
 };
 
 /// Orders the items of segments whose dependencies \p After gives (the

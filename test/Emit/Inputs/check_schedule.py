@@ -6,7 +6,10 @@
   every node of the original model is in exactly one segment, on the
   device dp.placement gives it, and each segment's nodes are in a
   topological order of the model's dataflow (no node before a node of
-  its segment that it reads from);
+  its segment that it reads from); for a training step each segment also
+  lists its nodes in backward order (`backward_nodes`): the same nodes,
+  in a reverse topological order (no node before a node of its segment
+  that reads from it), and none for inference;
 - the order lists the forward item of every segment once, and the
   backward item of every segment once exactly when dp.predicted's mode
   is "train"; it is a linear extension of the dependencies the model's
@@ -77,8 +80,25 @@ def main():
         for o in n.output:
             if o:
                 made_by[o] = i
+    train = predicted["mode"] == "train"
     for k, seg in enumerate(segments):
+        members = ["device", "nodes"] + (["backward_nodes"] if train else [])
+        if list(seg) != members:
+            fail("segment %d has members %s, expected %s"
+                 % (k, list(seg), members))
         in_seg = {index[n] for n in seg["nodes"] if n in index}
+        if train:
+            if sorted(seg["backward_nodes"]) != sorted(seg["nodes"]):
+                fail("segment %d: backward_nodes are not its nodes" % k)
+            earlier = set()
+            for name in seg["backward_nodes"]:
+                for t in reads(original.graph.node[index[name]]):
+                    p = made_by.get(t)
+                    if p is not None and p in in_seg and p in earlier:
+                        fail("in segment %d's backward, node %r comes "
+                             "after node %r, whose result it reads"
+                             % (k, name, names[p]))
+                earlier.add(index[name])
         done = set()
         for name in seg["nodes"]:
             if name not in index:
