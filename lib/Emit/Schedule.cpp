@@ -88,6 +88,41 @@ orderScheduleItems(ArrayRef<SmallVector<unsigned, 4>> After,
   return Order;
 }
 
+/// The earliest simulated start of each model node's forward ops (the ops
+/// that are not backward, update or loss ops), or of its backward ops
+/// with \p Backward; HasStart says which nodes have such ops.
+struct NodeStarts {
+  std::vector<double> Start;
+  std::vector<bool> HasStart;
+};
+static NodeStarts firstOpStarts(const PlacedStep &S, const PlacedModel &PM,
+                                bool Backward) {
+  const Graph &G = *S.G;
+  ArrayRef<std::string> Names = PM.getNodeNames();
+  StringMap<unsigned> ModelIndex;
+  for (unsigned I = 0, E = Names.size(); I != E; ++I)
+    ModelIndex[Names[I]] = I;
+  NodeStarts N{std::vector<double>(Names.size(), 0),
+               std::vector<bool>(Names.size())};
+  for (OpId O = 0, E = G.getNumOps(); O != E; ++O) {
+    if (S.Origin[O].empty())
+      continue;
+    StringRef Phase = ann::getString(G.getOp(O), ann::Phase);
+    if (Backward ? Phase != "backward"
+                 : Phase == "backward" || Phase == "update" ||
+                       Phase == "loss")
+      continue;
+    auto It = ModelIndex.find(S.Origin[O]);
+    if (It == ModelIndex.end())
+      continue;
+    double Start = S.Result.Ops[O].Start;
+    unsigned I = It->second;
+    N.Start[I] = N.HasStart[I] ? std::min(N.Start[I], Start) : Start;
+    N.HasStart[I] = true;
+  }
+  return N;
+}
+
 /// Each segment's nodes in the order they ran in the simulated step
 /// (StepSchedule::Nodes). A node's key is the start of its first forward
 /// op, raised to the keys of the nodes of its segment it reads from, so
@@ -96,27 +131,7 @@ orderScheduleItems(ArrayRef<SmallVector<unsigned, 4>> After,
 static std::vector<std::vector<unsigned>>
 orderSegmentNodes(const PlacedStep &S, const PlacedModel &PM,
                   const ModelSegments &Segs) {
-  const Graph &G = *S.G;
-  ArrayRef<std::string> Names = PM.getNodeNames();
-  StringMap<unsigned> ModelIndex;
-  for (unsigned I = 0, E = Names.size(); I != E; ++I)
-    ModelIndex[Names[I]] = I;
-  std::vector<double> Key(Names.size(), 0);
-  std::vector<bool> HasKey(Names.size());
-  for (OpId O = 0, E = G.getNumOps(); O != E; ++O) {
-    if (S.Origin[O].empty())
-      continue;
-    StringRef Phase = ann::getString(G.getOp(O), ann::Phase);
-    if (Phase == "backward" || Phase == "update" || Phase == "loss")
-      continue;
-    auto It = ModelIndex.find(S.Origin[O]);
-    if (It == ModelIndex.end())
-      continue;
-    double Start = S.Result.Ops[O].Start;
-    unsigned I = It->second;
-    Key[I] = HasKey[I] ? std::min(Key[I], Start) : Start;
-    HasKey[I] = true;
-  }
+  std::vector<double> Key = firstOpStarts(S, PM, /*Backward=*/false).Start;
   const onnx::GraphProto &OG = PM.getModel().graph();
   std::vector<std::vector<unsigned>> Out;
   Out.reserve(Segs.Segments.size());
@@ -150,25 +165,9 @@ orderSegmentNodes(const PlacedStep &S, const PlacedModel &PM,
 static std::vector<std::vector<unsigned>>
 orderSegmentBackward(const PlacedStep &S, const PlacedModel &PM,
                      ArrayRef<std::vector<unsigned>> Nodes) {
-  const Graph &G = *S.G;
-  ArrayRef<std::string> Names = PM.getNodeNames();
-  StringMap<unsigned> ModelIndex;
-  for (unsigned I = 0, E = Names.size(); I != E; ++I)
-    ModelIndex[Names[I]] = I;
-  std::vector<double> Key(Names.size(), 0);
-  std::vector<bool> HasKey(Names.size());
-  for (OpId O = 0, E = G.getNumOps(); O != E; ++O) {
-    if (S.Origin[O].empty() ||
-        ann::getString(G.getOp(O), ann::Phase) != "backward")
-      continue;
-    auto It = ModelIndex.find(S.Origin[O]);
-    if (It == ModelIndex.end())
-      continue;
-    double Start = S.Result.Ops[O].Start;
-    unsigned I = It->second;
-    Key[I] = HasKey[I] ? std::min(Key[I], Start) : Start;
-    HasKey[I] = true;
-  }
+  NodeStarts First = firstOpStarts(S, PM, /*Backward=*/true);
+  std::vector<double> &Key = First.Start;
+  const std::vector<bool> &HasKey = First.HasStart;
   const onnx::GraphProto &OG = PM.getModel().graph();
   std::vector<std::vector<unsigned>> Out;
   Out.reserve(Nodes.size());
