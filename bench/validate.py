@@ -12,18 +12,23 @@ link measured on the runtime's own messages). For each of the six bundled
 models, at the smaller input sizes of `utils/export-models.py --size
 validation`, and for the inference and the training step (a case):
 
-1. the runtime runs the single-device placement with `--profile` in
-   PROFILE_PROCESSES processes: torch.profiler traces with every node's
-   forward and backward, pooled by `cost-annotate{profile=a:b:c}` (the
-   speed of a process differs from the next one's; one process's
-   profile would set every simulated step of the case);
-2. each placer places the model with the profiled costs, and `emit`
+1. the runtime runs the single-device placement with `--profile`: a
+   torch.profiler trace with every node's forward and backward;
+2. each placer places the model with those profiled costs, and `emit`
    writes the placed model;
-3. for each cost source (roofline, oneDNN, the profile), dp-opt simulates
-   the placed model as the runtime runs it (`place{algo=given}`: backward
-   and update ops on their forward op's device);
-4. the runtime measures every placed model of the case, by the protocol
-   below.
+3. the runtime measures every placed model of the case, by the protocol
+   below; each round also profiles the single-device step once more, in
+   a process of its own placed in the round's rotation like the timed
+   ones;
+4. for each cost source (roofline, oneDNN, the profile), dp-opt simulates
+   each placed model as the runtime runs it (`place{algo=given}`:
+   backward and update ops on their forward op's device), the profile
+   being all the case's profiles pooled (`cost-annotate{profile=a:b:..}`):
+   the speed of this machine drifts by tens of percent within minutes
+   and differs from one process to the next, so a profile taken once,
+   before the timed steps, would set every simulated step of the case;
+   pooled over the rounds, the costs come from the minutes the steps were
+   timed in. No measured step enters them.
 
 Measurement protocol. On a shared machine the speed of a process drifts
 over minutes and differs between processes, so no placement is measured
@@ -93,8 +98,8 @@ COMPARISONS = [
 AGAINST = {"measured_s": "median", "min_s": "fastest", "mean_s": "mean"}
 # The comparison the targets judge.
 HEADLINE = COMPARISONS[2]
-# The processes the single-device placement is profiled in, pooled.
-PROFILE_PROCESSES = 3
+# The profiling process's place in each round's rotation.
+PROFILING = "profiling"
 # The fewest timed steps one process runs, whatever --steps / --rounds.
 MIN_STEPS_PER_PROCESS = 10
 # dp's pick, and the placement two workers are measured against.
@@ -123,7 +128,8 @@ FIELDS = ["model", "mode", "placer", "devices", "measured_s", "min_s",
           "max_s", "mean_s", "p10_s", "p25_s", "p75_s", "p90_s",
           "timed_steps", "warmup_steps", "roofline_s", "onednn_s",
           "profile_s", "profile_min_s", "profile_mean_s",
-          "processes", "process_spread", "profile_peak_bytes",
+          "processes", "process_spread", "profile_processes",
+          "profile_peak_bytes",
           "measured_peak_bytes", "transfer_bytes",
           "measured_sent_bytes", "runtime_predicted_s"] + \
     [f for f, _, _ in BREAKDOWN]
@@ -504,17 +510,35 @@ def validate_case(case, placers, steps, warmup, rounds):
         [case.prefix, "cost-annotate", PLACERS["single"],
          "emit{format=onnx,out=%s}" % seed_out]),
         "-cluster=" + case.cluster, "-disable-output", case.src])
-    traces = [case.path(".trace%d.json" % i)
-              for i in range(PROFILE_PROCESSES)]
-    for trace in traces:
-        case.measure(seed_out + ".placed.onnx", 1, 1, 1, profile=trace)
-    profile = ":".join(traces)
-    # Every placer places and every cost source simulates before anything
-    # is timed, so that the rounds below follow each other closely.
-    placed, devices, sims = {}, {}, {}
+    # The placers place with a first profile; then every round profiles
+    # the single-device step once more, in a process of its own among the
+    # round's timed processes, and every placement is simulated with all
+    # of them pooled: the costs it is simulated with come from the minutes
+    # its steps were timed in (the speed of this shared machine drifts by
+    # tens of percent within minutes), and no measured step enters them.
+    single = seed_out + ".placed.onnx"
+    traces = [case.path(".trace0.json")]
+    case.measure(single, 1, 1, 1, profile=traces[0])
+    placed, devices = {}, {}
     for placer in placers:
-        placed[placer] = case.place(placer, profile)
+        placed[placer] = case.place(placer, traces[0])
         devices[placer] = len(used_devices(placed[placer]))
+    per = steps_per_process(steps, rounds)
+    reports = {p: [] for p in placers}
+    for i in range(rounds):
+        for placer in rotation(placers + [PROFILING], i):
+            if placer == PROFILING:
+                traces.append(case.path(".trace%d.json" % len(traces)))
+                case.measure(single, 1, 1, 1, profile=traces[-1])
+                continue
+            reports[placer].append(case.measure(
+                placed[placer], devices[placer], per, warmup))
+            log("%s round %d/%d %s: %d devices, median %.1f ms" % (
+                case.tag, i + 1, rounds, placer, devices[placer],
+                reports[placer][-1]["step_s"]["median"] * 1e3))
+    profile = ":".join(traces)
+    sims = {}
+    for placer in placers:
         sims[placer] = {}
         for source in SOURCES:
             try:
@@ -529,15 +553,6 @@ def validate_case(case, placers, steps, warmup, rounds):
                     "empty: %s" % (case.tag, placer, source,
                                    str(e).splitlines()[0][-200:]))
                 sims[placer][source] = None
-    per = steps_per_process(steps, rounds)
-    reports = {p: [] for p in placers}
-    for i in range(rounds):
-        for placer in rotation(placers, i):
-            reports[placer].append(case.measure(
-                placed[placer], devices[placer], per, warmup))
-            log("%s round %d/%d %s: %d devices, median %.1f ms" % (
-                case.tag, i + 1, rounds, placer, devices[placer],
-                reports[placer][-1]["step_s"]["median"] * 1e3))
     rows = []
     for placer in placers:
         sim = sims[placer]
@@ -549,6 +564,7 @@ def validate_case(case, placers, steps, warmup, rounds):
             "profile_s": step_of(sim["profile"]),
             "profile_min_s": step_of(sim["profile_min"]),
             "profile_mean_s": step_of(sim["profile_mean"]),
+            "profile_processes": len(traces),
             "profile_peak_bytes": max(d["peak_bytes"]
                                       for d in sim["profile"]["devices"]),
             "transfer_bytes": sim["profile"]["transfer_bytes"],
@@ -591,6 +607,16 @@ def ms(row, field):
 
 def pct(x):
     return "%.1f %%" % (100 * x)
+
+
+def profile_processes(rows):
+    """How many processes the profiles of the rows' cases pooled: "4",
+    or "1 to 4" (rows of earlier runs profiled in one)."""
+    counts = sorted({int(r.get("profile_processes") or 1) for r in rows}) \
+        or [1]
+    if len(counts) == 1:
+        return str(counts[0])
+    return "%d to %d" % (counts[0], counts[-1])
 
 
 def protocol_text(rows):
@@ -641,9 +667,10 @@ def section(rows, cluster, command):
         "validation` (same networks, smaller batches and sequences); "
         "placements made with the profiled costs (medians); each placement "
         "simulated as the runtime runs it (`place{algo=given}`) with each "
-        "cost source. The profile comes from 5 profiled steps of the "
-        "single-device placement in each of %d processes, pooled, none of "
-        "them the timed ones. The roofline, oneDNN and profile medians are compared with "
+        "cost source. The profile: 5 profiled steps of the single-device "
+        "placement in each of %s processes (one before the placers ran, "
+        "whose profile they placed with, and one in each round, among the "
+        "timed processes), pooled; no timed step enters it. The roofline, oneDNN and profile medians are compared with "
         "the median timed step; the profile's fastest times "
         "(`profile-stat=min`) with the fastest timed step; its means "
         "(`profile-stat=mean`) with the mean timed step. "
@@ -656,7 +683,8 @@ def section(rows, cluster, command):
             "; the workers a shared group whose speed with 1, 2, ... busy "
             "is %s (`host-cluster`'s probe)" % ", ".join(
                 "%g" % v for v in cluster["shared"][0]["speed"])
-            if cluster.get("shared") else "", PROFILE_PROCESSES, command))
+            if cluster.get("shared") else "", profile_processes(rows),
+            command))
     lines.append("")
     lines.append(protocol_text(rows))
     lines.append("")
