@@ -983,8 +983,11 @@ def main(argv=None):
         else:
             log("measuring the host cluster")
             os.makedirs(RESULTS, exist_ok=True)
-            run([PY, "-m", "dp_torch", "host-cluster", "--workers", "2",
-                 "--out", cluster_path])
+            probe = run([PY, "-m", "dp_torch", "host-cluster", "--workers",
+                         "2", "--out", cluster_path])
+            # The probe's points and figures, for the record.
+            for line in probe.stderr.splitlines():
+                log(line)
         with open(cluster_path) as f:
             cluster = json.load(f)
         log("exporting %s" % ", ".join(models))
