@@ -66,3 +66,19 @@ def test_set_threads_reaches_openblas():
         assert lib.openblas_get_num_threads() == 1
     finally:
         set_threads(before)
+
+
+def test_link_fit_takes_latency_from_the_smallest_message():
+    from dp_torch.hostcluster import _fit
+    # 50 us latency, 2 GB/s, and the megabyte messages scattered by 10 %:
+    # a line through all sizes would put its intercept anywhere.
+    points = [(4, 50e-6), (4096, 52e-6), (65536, 83e-6),
+              (1 << 20, 50e-6 + 1.1 * (1 << 20) / 2e9),
+              (8 << 20, 50e-6 + 0.9 * (8 << 20) / 2e9),
+              (32 << 20, 50e-6 + 1.0 * (32 << 20) / 2e9)]
+    latency, bandwidth = _fit(points)
+    assert latency == 50e-6
+    assert 1.8e9 < bandwidth < 2.2e9
+    # Times that do not grow with size: the largest message's rate.
+    latency, bandwidth = _fit([(4, 1e-4), (1 << 20, 1e-3), (8 << 20, 1e-3)])
+    assert latency == 1e-4 and bandwidth == (8 << 20) / (1e-3 - 1e-4)
