@@ -401,8 +401,7 @@ OptionTable CostAnnotatePass::describeOptions(CostOptions &O) {
         for (StringRef Key : {"runs", "cache", "measure-limit"})
           if (T.wasGiven(Key) && O.Source != CostSourceKind::OneDNN)
             return T.makeError(Key + "= applies to source=onednn only");
-        if (T.wasGiven("profile") &&
-            splitProfilePaths(O.ProfilePath).empty())
+        if (T.wasGiven("profile") && splitProfilePaths(O.ProfilePath).empty())
           return T.makeError("profile= names no file");
         for (StringRef Key : {"profile-device", "profile-stat"})
           if (T.wasGiven(Key) && O.ProfilePath.empty())

@@ -647,8 +647,8 @@ Expected<OpProfile> OpProfile::parse(ArrayRef<MemoryBufferRef> Buffers,
       return makeFileError(File, 0, 0,
                            "the profile is " + getFormatName(Format) +
                                ", the first (" +
-                               Buffers.front().getBufferIdentifier() +
-                               ") " + getFormatName(P.Format));
+                               Buffers.front().getBufferIdentifier() + ") " +
+                               getFormatName(P.Format));
     if (Reader.getTimeKind() != P.TimeKind)
       return makeFileError(
           File, 0, 0,
@@ -656,8 +656,7 @@ Expected<OpProfile> OpProfile::parse(ArrayRef<MemoryBufferRef> Buffers,
               (Reader.getTimeKind() == ProfileTimeKind::Kernel
                    ? "GPU kernels"
                    : "host events") +
-              ", the first (" + Buffers.front().getBufferIdentifier() +
-              ") " +
+              ", the first (" + Buffers.front().getBufferIdentifier() + ") " +
               (P.TimeKind == ProfileTimeKind::Kernel ? "GPU kernels"
                                                      : "host events"));
     Pooled->absorb(std::move(Reader));

@@ -109,8 +109,7 @@ static NodeStarts firstOpStarts(const PlacedStep &S, const PlacedModel &PM,
       continue;
     StringRef Phase = ann::getString(G.getOp(O), ann::Phase);
     if (Backward ? Phase != "backward"
-                 : Phase == "backward" || Phase == "update" ||
-                       Phase == "loss")
+                 : Phase == "backward" || Phase == "update" || Phase == "loss")
       continue;
     auto It = ModelIndex.find(S.Origin[O]);
     if (It == ModelIndex.end())

@@ -199,9 +199,9 @@ TEST(CostAnnotateTest, ParseAndPrintOptions) {
             "'mode'");
   EXPECT_EQ(ErrorOf({{"speed", "fast"}}),
             "cost-annotate: unknown option 'speed' (expected "
-            "source=roofline|onednn, profile=FILE, profile-device=TYPE, "
-            "profile-stat=median|min|mean, runs=N, cache=DIR or "
-            "measure-limit=SECONDS)");
+            "source=roofline|onednn, profile=FILE[:FILE...], "
+            "profile-device=TYPE, profile-stat=median|min|mean, runs=N, "
+            "cache=DIR or measure-limit=SECONDS)");
 }
 
 } // namespace
