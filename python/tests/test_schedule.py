@@ -249,6 +249,12 @@ def test_emit_writes_what_the_runtime_follows(ladder, two_cpus, train):
     runner = DistRunner(graph, 0, len(graph.devices))
     assert [[n.name for n in s.nodes] for s in runner.segs] == \
         [s["nodes"] for s in schedule["segments"]]
+    if train:
+        # The backward runs in emit's (the simulated) order.
+        assert [[n.name for n in s.backward_nodes] for s in runner.segs] \
+            == [s["backward_nodes"] for s in schedule["segments"]]
+    else:
+        assert all("backward_nodes" not in s for s in schedule["segments"])
     assert runner.orders[train] == [tuple(i) for i in schedule["order"]]
     args = ["run", "out/alt.placed.onnx", "--nproc", "2", "--steps", "2",
             "--warmup", "1", "--inputs", "in.npz", "--timeout", "60",
