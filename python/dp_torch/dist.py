@@ -314,6 +314,12 @@ class DistRunner:
                     self.messages[(t, dst)] = len(self.messages)
                     sends.append((t, dst))
             self.seg_sends[seg.index] = sends
+        # The same by tensor: segment -> {tensor: [dst, ...]}.
+        self.seg_dsts = {}
+        for k, sends in self.seg_sends.items():
+            dsts = self.seg_dsts[k] = {}
+            for t, dst in sends:
+                dsts.setdefault(t, []).append(dst)
         self.num_messages = len(self.messages)
         # Where a received tensor's gradient goes back: after the backward
         # of the reader on the receiving rank that comes last in the
@@ -326,6 +332,14 @@ class DistRunner:
             self.last_reader[(t, dst)] = max(
                 segs, key=lambda i: position[("backward", i)])
         self._plan_backward()
+
+    def _grad_goes_back(self, t, seg):
+        """Whether seg sends t's gradient back to t's owner: t is made by
+        a segment of another rank, and seg is its last reader on seg's
+        rank (a source's gradient goes back after the last item)."""
+        rank = self.rank_of[seg.device]
+        return t not in self.graph.sources and self._owner(t) != rank and \
+            self.last_reader.get((t, rank)) == seg.index
 
     def _plan_backward(self):
         """Where each segment's backward stops to take or send a message.
@@ -347,7 +361,6 @@ class DistRunner:
         Every rank plans every segment, so that in lockstep a receiver
         takes a segment's gradients in the order its rank sends them.
         """
-        sources = self.graph.sources
         self.chunks = {}      # segment -> number of chunks
         self.cut = {}         # segment -> {tensor: readers that get it
         #                       detached}
@@ -365,9 +378,7 @@ class DistRunner:
             last = {}
             for i, node in enumerate(order):
                 for t in node.inputs:
-                    if t in inputs and t not in sources and \
-                            self._owner(t) != rank and \
-                            self.last_reader.get((t, rank)) == seg.index:
+                    if t in inputs and self._grad_goes_back(t, seg):
                         last[t] = i
             ends = set(last.values())
             chunk_of = {}
@@ -408,9 +419,7 @@ class DistRunner:
             self.completes[seg.index] = completes
             self.grad_sends[seg.index] = [
                 (t, self._owner(t)) for c in range(count)
-                for t in completes[c]
-                if t not in sources and self._owner(t) != rank and
-                self.last_reader.get((t, rank)) == seg.index]
+                for t in completes[c] if self._grad_goes_back(t, seg)]
 
     def _tag(self, t, dst, grad=False):
         return self.messages[(t, dst)] + (self.num_messages if grad else 0)
@@ -665,9 +674,7 @@ class DistRunner:
         # stays; autograd keeps the rest that the backward pass needs.
         # Each output goes to the ranks that read it as soon as its node
         # has run, as the simulator sends a tensor when its op ends.
-        sends = {}
-        for t, dst in self.seg_sends[seg.index]:
-            sends.setdefault(t, []).append(dst)
+        sends = self.seg_dsts[seg.index]
 
         def send(name, value):
             for dst in sends.get(name, ()):
@@ -749,9 +756,7 @@ class _Backward:
         go back when it ends. made: the cut tensors, (made, leaf)."""
         r = self.r
         outputs = set(seg.outputs)
-        away = {}
-        for t, dst in r.seg_sends[seg.index]:
-            away.setdefault(t, []).append(dst)
+        away = r.seg_dsts[seg.index]
         count = r.chunks[seg.index]
         for c in range(count):
             roots, rgrads = [], []
@@ -813,8 +818,7 @@ class _Backward:
             g = torch.zeros_like(leaf)
         acc = self.sent_acc
         acc[t] = g if t not in acc else acc[t] + g
-        if t not in r.graph.sources and \
-                r.last_reader[(t, r.rank)] == seg.index:
+        if r._grad_goes_back(t, seg):
             r._isend(acc[t], owner, r._tag(t, r.rank, grad=True),
                      name=t + "/grad")
 
