@@ -17,9 +17,9 @@ import torch
 
 from .allocator import keep_freed_memory
 from .graph import PlacedGraph, RuntimeError_
-from .module import (Optimizer, PlacedModule, as_tensor, loss_of,
-                     make_inputs, parse_device_map, set_threads, synchronize,
-                     train_step)
+from .module import (Optimizer, PlacedModule, as_tensor, check_device_map,
+                     loss_of, make_inputs, parse_device_map, set_threads,
+                     synchronize, train_step)
 from .profiling import profile_steps
 
 PROG = "dp_torch"
@@ -110,6 +110,10 @@ def main(argv=None):
     if args.nproc is not None and "DP_TORCH_CHILD" not in os.environ:
         if args.nproc < 1:
             return fail("error: --nproc must be at least 1")
+        try:
+            check_launch(args)
+        except RuntimeError_ as e:
+            return fail(str(e))
         return launch(args.nproc, argv if argv is not None else sys.argv[1:],
                       args.timeout)
     try:
@@ -128,6 +132,21 @@ def _free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def check_launch(args):
+    """The errors every rank would report, reported once before any rank
+    starts: a bad model, a device map that does not fit it or this
+    machine, a rank count that is not the placement's device count."""
+    graph = PlacedGraph(args.model, seed=args.seed,
+                        require_weights=args.require_weights)
+    check_device_map(graph, parse_device_map(args.device_map))
+    if args.nproc != len(graph.devices):
+        raise RuntimeError_(
+            "%s: error: the placement uses %d devices (%s), so it runs on "
+            "%d ranks, not %d" % (args.model, len(graph.devices),
+                                  ", ".join(graph.devices),
+                                  len(graph.devices), args.nproc))
 
 
 def launch(nproc, argv, timeout):

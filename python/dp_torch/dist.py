@@ -46,7 +46,8 @@ import torch
 import torch.distributed as dist
 
 from .graph import RuntimeError_
-from .module import FLOAT_TYPES, PlacedModule, loss_of, resolve_device
+from .module import (FLOAT_TYPES, PlacedModule, check_device_map, loss_of,
+                     resolve_device)
 from .schedule import check_order, full_order
 
 
@@ -237,6 +238,7 @@ class DistRunner:
         self.device = devices[rank]
         self.rank_of = {d: i for i, d in enumerate(devices)}
         device_map = dict(device_map or {})
+        check_device_map(graph, device_map)
         dp_dev = self.device
         if dp_dev not in device_map and dp_dev.startswith("gpu:") and \
                 torch.cuda.is_available():

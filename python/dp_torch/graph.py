@@ -181,6 +181,11 @@ class PlacedGraph:
     def __init__(self, path, seed=0, require_weights=False,
                  require_placement=True):
         self.path = path
+        # protobuf reads an empty file as an empty model, which would be
+        # "not placed by dp".
+        if os.path.isfile(path) and os.path.getsize(path) == 0:
+            raise RuntimeError_("%s: error: empty file; expected an ONNX "
+                                "model placed by dp" % path)
         try:
             model = onnx.load(path, load_external_data=False)
         except Exception as e:  # protobuf's DecodeError and OSError

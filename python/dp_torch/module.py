@@ -49,6 +49,28 @@ def parse_device_map(text):
     return mapping
 
 
+def check_device_map(graph, device_map):
+    """Refuses a device map that names a dp device the placement does not
+    use (a typo would otherwise be ignored) or a CUDA device this machine
+    does not have, before any weight is made or any rank started."""
+    for dp_dev, torch_dev in sorted(device_map.items()):
+        entry = "%s=%s" % (dp_dev, torch_dev)
+        if dp_dev not in graph.devices:
+            raise RuntimeError_(
+                "--device-map: error: '%s' maps %s, which the placement "
+                "of %s does not use (it uses %s)"
+                % (entry, dp_dev, graph.path, ", ".join(graph.devices)))
+        dev = torch.device(torch_dev)
+        if dev.type != "cuda":
+            continue
+        have = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        index = dev.index if dev.index is not None else 0
+        if index >= have:
+            raise RuntimeError_(
+                "--device-map: error: '%s': no cuda:%d on this machine (it "
+                "has %d CUDA devices)" % (entry, index, have))
+
+
 def resolve_device(dp_device, device_map):
     """The torch device that runs dp device `dp_device`."""
     if dp_device in device_map:
@@ -129,6 +151,7 @@ class PlacedModule(torch.nn.Module):
         if torch_devices is not None:
             self.torch_devices = dict(torch_devices)
         else:
+            check_device_map(graph, self.device_map)
             self.torch_devices = {d: resolve_device(d, self.device_map)
                                   for d in graph.devices}
         self.profile_names = profile_names

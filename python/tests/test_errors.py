@@ -55,6 +55,45 @@ def test_bad_device_map(mlp):
            "'warp:3' is not a torch device")
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs no CUDA")
+def test_device_map_to_missing_cuda_before_ranks(mlp):
+    # One located line from the launcher, before any rank starts: not a
+    # traceback from each rank.
+    place_by_hand(str(mlp / "mlp.onnx"), str(mlp / "p.onnx"),
+                  lambda i, n: "cpu:%d" % (i % 2))
+    proc = _fails(mlp, ["run", "p.onnx", "--nproc", "2", "--device-map",
+                        "cpu:1=cuda:0"],
+                  "--device-map: error: 'cpu:1=cuda:0': no cuda:0 on this "
+                  "machine (it has 0 CUDA devices)")
+    assert proc.stderr.count("\n") == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    # One process too.
+    proc = _fails(mlp, ["run", "p.onnx", "--device-map", "cpu:1=cuda:0"],
+                  "'cpu:1=cuda:0': no cuda:0 on this machine")
+    assert proc.stderr.count("\n") == 1, proc.stderr
+
+
+def test_device_map_names_an_unused_device(mlp):
+    place_by_hand(str(mlp / "mlp.onnx"), str(mlp / "p.onnx"),
+                  lambda i, n: "cpu:%d" % (i % 2))
+    for extra in ([], ["--nproc", "2"]):
+        proc = _fails(mlp, ["run", "p.onnx", "--device-map",
+                            "cpu:0=cpu,gpu:3=cpu"] + extra,
+                      "--device-map: error: 'gpu:3=cpu' maps gpu:3, which "
+                      "the placement of p.onnx does not use (it uses "
+                      "cpu:0, cpu:1)")
+        assert proc.stderr.count("\n") == 1, proc.stderr
+
+
+def test_empty_model_file(mlp):
+    (mlp / "empty.onnx").write_bytes(b"")
+    proc = _fails(mlp, ["run", "empty.onnx"],
+                  "empty.onnx: error: empty file")
+    assert "not placed by dp" not in proc.stderr
+    _fails(mlp, ["run", "empty.onnx", "--nproc", "2"],
+           "empty.onnx: error: empty file")
+
+
 def test_missing_external_weights(mlp):
     model = onnx.load(str(mlp / "mlp.onnx"))
     onnx.save(model, str(mlp / "ext.onnx"), save_as_external_data=True,
