@@ -27,7 +27,8 @@ using namespace llvm;
 namespace dp {
 
 bool isCostAnnotation(StringRef Name) {
-  return ann::isTimeKey(Name) || Name == "flops" || Name == "output_bytes" ||
+  return ann::isTimeKey(Name) || Name.startswith("time_shared.") ||
+         Name == "flops" || Name == "output_bytes" ||
          Name == "persistent_bytes" || Name == "workspace_bytes" ||
          Name == "cost_source" || Name == "cost_note";
 }
@@ -120,6 +121,9 @@ private:
   OpId findForward(OpId O) const;
   void deriveFromForward(OpId O, OpId Forward, double *T, OpCostExtras &Extras);
   void estimateRoofline(OpId O, double *T, OpCostExtras &Extras);
+  /// The time \p P gives \p O (by its name, its source name, or its
+  /// forward op's region), or None.
+  Optional<double> lookup(const OpProfile &P, OpId O, OpId Forward) const;
   void attributeProfile(OpId O, OpId Forward, double *T, std::string &Note);
   void annotateOp(OpId O, const double *T, OpCostExtras Extras);
 
@@ -129,7 +133,7 @@ private:
   ArrayRef<DeviceType> Types;
   const unsigned NumTypes;
 
-  Optional<OpProfile> Profile;
+  Optional<OpProfile> Profile, SharedProfile;
   unsigned ProfileType = 0;
   uint64_t Unmatched = 0;
 
@@ -164,6 +168,18 @@ Error GraphCoster::loadProfile() {
   if (!P)
     return P.takeError();
   Profile = std::move(*P);
+  if (!Opts.SharedProfilePath.empty()) {
+    Expected<OpProfile> S = OpProfile::load(
+        splitProfilePaths(Opts.SharedProfilePath), Opts.ProfileStat);
+    if (!S)
+      return S.takeError();
+    if (S->getTimeKind() != Profile->getTimeKind())
+      return makeError("cost-annotate: shared-profile= times " +
+                       getTimeKindName(S->getTimeKind()) + " but profile= " +
+                       getTimeKindName(Profile->getTimeKind()) +
+                       "; give profiles of the same kind");
+    SharedProfile = std::move(*S);
+  }
   Expected<unsigned> T = getProfileType(C, Opts.ProfileDevice);
   if (!T)
     return T.takeError();
@@ -269,17 +285,23 @@ void GraphCoster::estimateRoofline(OpId O, double *T, OpCostExtras &Extras) {
   }
 }
 
-/// The profile's time for \p O on its device type, when it has one.
-void GraphCoster::attributeProfile(OpId O, OpId Forward, double *T,
-                                   std::string &Note) {
+Optional<double> GraphCoster::lookup(const OpProfile &Prof, OpId O,
+                                     OpId Forward) const {
   const Op &TheOp = G.getOp(O);
-  Optional<double> P = Profile->lookup(TheOp.Name);
+  Optional<double> P = Prof.lookup(TheOp.Name);
   if (!P && !TheOp.SourceName.empty())
-    P = Profile->lookup(TheOp.SourceName);
+    P = Prof.lookup(TheOp.SourceName);
   // A trace names a backward op after its forward op's region, which may
   // bear the forward op's ONNX node name.
   if (!P && Forward != NoId && !G.getOp(Forward).SourceName.empty())
-    P = Profile->lookup((G.getOp(Forward).SourceName + "/grad").str());
+    P = Prof.lookup((G.getOp(Forward).SourceName + "/grad").str());
+  return P;
+}
+
+/// The profile's time for \p O on its device type, when it has one.
+void GraphCoster::attributeProfile(OpId O, OpId Forward, double *T,
+                                   std::string &Note) {
+  Optional<double> P = lookup(*Profile, O, Forward);
   if (P) {
     T[ProfileType] = *P;
     Sources[O] = SourceKind::Profile;
@@ -338,6 +360,13 @@ void GraphCoster::annotateOps() {
     if (Profile)
       attributeProfile(O, Forward, T, Extras.Note);
     annotateOp(O, T, std::move(Extras));
+    // The shared time is kept only beside a profiled time of the same
+    // type: the two make the op's rate under contention.
+    if (SharedProfile && Sources[O] == SourceKind::Profile)
+      if (Optional<double> S = lookup(*SharedProfile, O, Forward))
+        G.getOp(O).Annotations.set(
+            ann::getSharedTimeKey(Types[ProfileType].Name),
+            Attribute::getFloat(*S));
   }
 }
 
@@ -391,6 +420,7 @@ OptionTable CostAnnotatePass::describeOptions(CostOptions &O) {
   OptionTable T(name().str());
   T.choice<CostSourceKind>("source", O.Source, CostSourceNames)
       .text("profile", O.ProfilePath, "FILE[:FILE...]")
+      .text("shared-profile", O.SharedProfilePath, "FILE[:FILE...]")
       .text("profile-device", O.ProfileDevice, "TYPE")
       .choice<ProfileStatKind>("profile-stat", O.ProfileStat, ProfileStatNames)
       .integer("runs", O.Runs, 1u, 1000u)
@@ -403,7 +433,11 @@ OptionTable CostAnnotatePass::describeOptions(CostOptions &O) {
             return T.makeError(Key + "= applies to source=onednn only");
         if (T.wasGiven("profile") && splitProfilePaths(O.ProfilePath).empty())
           return T.makeError("profile= names no file");
-        for (StringRef Key : {"profile-device", "profile-stat"})
+        if (T.wasGiven("shared-profile") &&
+            splitProfilePaths(O.SharedProfilePath).empty())
+          return T.makeError("shared-profile= names no file");
+        for (StringRef Key :
+             {"shared-profile", "profile-device", "profile-stat"})
           if (T.wasGiven(Key) && O.ProfilePath.empty())
             return T.makeError(Key + "= needs profile=<file>");
         return Error::success();

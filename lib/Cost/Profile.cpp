@@ -652,18 +652,18 @@ Expected<OpProfile> OpProfile::parse(ArrayRef<MemoryBufferRef> Buffers,
     if (Reader.getTimeKind() != P.TimeKind)
       return makeFileError(
           File, 0, 0,
-          Twine("the trace times ") +
-              (Reader.getTimeKind() == ProfileTimeKind::Kernel
-                   ? "GPU kernels"
-                   : "host events") +
+          "the trace times " + getTimeKindName(Reader.getTimeKind()) +
               ", the first (" + Buffers.front().getBufferIdentifier() + ") " +
-              (P.TimeKind == ProfileTimeKind::Kernel ? "GPU kernels"
-                                                     : "host events"));
+              getTimeKindName(P.TimeKind));
     Pooled->absorb(std::move(Reader));
   }
   P.Notes = Pooled->takeNotes();
   P.Seconds = Pooled->takeTimes(Stat);
   return std::move(P);
+}
+
+StringRef getTimeKindName(ProfileTimeKind K) {
+  return K == ProfileTimeKind::Kernel ? "GPU kernels" : "host events";
 }
 
 Expected<OpProfile> OpProfile::load(ArrayRef<std::string> Paths,

@@ -180,13 +180,15 @@ double computeHeadWorkTailBound(const SimGraph &G) {
   for (unsigned Dev = 0; Dev != D; ++Dev)
     if (C.getSharedGroup(Dev) < 0)
       Rate += Speed[Dev];
-  for (const SharedGroup &Grp : C.getSharedGroups()) {
+  for (unsigned GrpIdx = 0, E = C.getSharedGroups().size(); GrpIdx != E;
+       ++GrpIdx) {
+    const SharedGroup &Grp = C.getSharedGroups()[GrpIdx];
     double Best = 0, Sum = 0;
     for (unsigned Dev : Grp.Devices) {
       Best = std::max(Best, Speed[Dev]);
       Sum += Speed[Dev];
     }
-    Rate += std::min(Sum, Best * Grp.getCapacity());
+    Rate += std::min(Sum, Best * G.getGroupCapacity(GrpIdx));
   }
   if (!(Rate > 0))
     return 0;

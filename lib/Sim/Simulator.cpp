@@ -44,9 +44,11 @@ Expected<SimGraph> SimGraph::build(const Graph &G, const Cluster &C) {
   unsigned D = S.NumDevices;
 
   // Costs: one annotation per device type, looked up once per op.
-  std::vector<std::string> Keys;
-  for (const DeviceType &T : C.getTypes())
+  std::vector<std::string> Keys, SharedKeys;
+  for (const DeviceType &T : C.getTypes()) {
     Keys.push_back(ann::getTimeKey(T.Name));
+    SharedKeys.push_back(ann::getSharedTimeKey(T.Name));
+  }
   S.Time.resize(size_t(S.NumOps) * D);
   S.OpWorkspace.assign(S.NumOps, 0);
   S.OpPersistent.assign(S.NumOps, 0);
@@ -71,6 +73,7 @@ Expected<SimGraph> SimGraph::build(const Graph &G, const Cluster &C) {
       continue;
     for (unsigned Dev = 0; Dev != D; ++Dev)
       S.Time[size_t(O) * D + Dev] = TypeTime[C.getDevices()[Dev].Type];
+    S.setSharedScales(O, Node, SharedKeys);
     auto Bytes = [&](const ann::Key<int64_t> &K) -> uint64_t {
       Optional<int64_t> N = ann::get(Node, K);
       return N && *N > 0 ? uint64_t(*N) : 0;
@@ -80,6 +83,10 @@ Expected<SimGraph> SimGraph::build(const Graph &G, const Cluster &C) {
   }
   if (Error E = Errs.take())
     return std::move(E);
+  for (const SharedGroup &Grp : C.getSharedGroups())
+    S.GroupCapacity.push_back(Grp.getCapacity());
+  if (!S.SharedScale.empty())
+    S.computeGroupCapacities();
 
   // Tensors.
   S.TensorBytes.resize(S.NumTensors);
@@ -132,6 +139,44 @@ Expected<SimGraph> SimGraph::build(const Graph &G, const Cluster &C) {
     if (S.OpInputsBegin[O] == S.OpInputsBegin[O + 1])
       S.SourceOps.push_back(O);
   return std::move(S);
+}
+
+void SimGraph::setSharedScales(unsigned O, const Op &Node,
+                               ArrayRef<std::string> SharedKeys) {
+  for (unsigned Dev = 0; Dev != NumDevices; ++Dev) {
+    int Grp = C->getSharedGroup(Dev);
+    if (Grp < 0)
+      continue;
+    const SharedGroup &SG = C->getSharedGroups()[Grp];
+    const Attribute *A =
+        Node.Annotations.get(SharedKeys[C->getDevices()[Dev].Type]);
+    if (SG.Speed.size() < 2 || !A || A->getKind() != AttrKind::Float)
+      continue;
+    double Alone = Time[size_t(O) * NumDevices + Dev], Shared = A->getFloat();
+    // Under contention an op is no faster than alone: a shared time below
+    // the op's own is the machine's drift between the two profiles.
+    double Rate2 = Shared > 0 && Alone < Shared ? Alone / Shared : 1.0;
+    if (SharedScale.empty())
+      SharedScale.assign(size_t(NumOps) * NumDevices, 1.0);
+    SharedScale[size_t(O) * NumDevices + Dev] = Rate2 / SG.Speed[1];
+  }
+}
+
+void SimGraph::computeGroupCapacities() {
+  ArrayRef<SharedGroup> Groups = C->getSharedGroups();
+  for (unsigned Grp = 0, E = Groups.size(); Grp != E; ++Grp) {
+    // The op that loses least to contention bounds what the group can do.
+    double Best = 0;
+    for (unsigned Op = 0; Op != NumOps; ++Op)
+      for (unsigned Dev : Groups[Grp].Devices)
+        Best = std::max(Best, SharedScale[size_t(Op) * NumDevices + Dev]);
+    ArrayRef<double> Speed = Groups[Grp].Speed;
+    double Capacity = 1;
+    for (unsigned K = 1, N = Speed.size(); K != N; ++K)
+      Capacity =
+          std::max(Capacity, double(K + 1) * std::min(1.0, Speed[K] * Best));
+    GroupCapacity[Grp] = Capacity;
+  }
 }
 
 //===----------------------------------------------------------------------===//
@@ -270,7 +315,11 @@ void Simulator::release(uint32_t T, unsigned Dev) {
 
 double Simulator::getRate(unsigned Dev) const {
   unsigned Grp = GroupOf[Dev];
-  double R = GroupSpeed[Grp][GroupBusy[Grp] - 1];
+  unsigned NumBusy = GroupBusy[Grp];
+  double R = GroupSpeed[Grp][NumBusy - 1];
+  if (NumBusy > 1 && !G.SharedScale.empty())
+    R = std::min(
+        1.0, R * G.SharedScale[size_t(RunningOp[Dev]) * G.NumDevices + Dev]);
   if (Sending[Dev])
     R *= SendSpeed[Dev];
   if (Receiving[Dev])
@@ -612,8 +661,9 @@ LowerBounds computeLowerBounds(const SimGraph &G) {
   // Devices of a shared group do at most the group's capacity together.
   const Cluster &C = G.getCluster();
   double Capacity = D;
-  for (const SharedGroup &Grp : C.getSharedGroups())
-    Capacity -= Grp.Devices.size() - Grp.getCapacity();
+  for (unsigned Grp = 0, E = C.getSharedGroups().size(); Grp != E; ++Grp)
+    Capacity -=
+        C.getSharedGroups()[Grp].Devices.size() - G.getGroupCapacity(Grp);
   LB.Work = D ? Work / Capacity : 0;
   LB.HeterogeneousWork = computeHeterogeneousWorkBound(G);
   LB.HeadWorkTail = computeHeadWorkTailBound(G);

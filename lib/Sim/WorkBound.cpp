@@ -65,7 +65,9 @@ double computeHeterogeneousWorkBound(const SimGraph &G) {
     if (Rep[K] == ~0u)
       Rep[K] = Dev;
   }
-  for (const SharedGroup &Grp : C.getSharedGroups()) {
+  for (unsigned GrpIdx = 0, E = C.getSharedGroups().size(); GrpIdx != E;
+       ++GrpIdx) {
+    const SharedGroup &Grp = C.getSharedGroups()[GrpIdx];
     unsigned K = C.getDevices()[Grp.Devices[0]].Type;
     bool OneType = llvm::all_of(Grp.Devices, [&](unsigned Dev) {
       return C.getDevices()[Dev].Type == K;
@@ -73,7 +75,7 @@ double computeHeterogeneousWorkBound(const SimGraph &G) {
     // A group over several types constrains no single type: leaving it
     // out only weakens the bound.
     if (OneType)
-      Rate[K] -= Grp.Devices.size() - Grp.getCapacity();
+      Rate[K] -= Grp.Devices.size() - G.getGroupCapacity(GrpIdx);
   }
 
   // What each op keeps on its device (its home tensors included) and

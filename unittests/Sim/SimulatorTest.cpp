@@ -319,6 +319,59 @@ TEST(SimulatorTest, SharedDevicesSlowEachOtherWhileBothAreBusy) {
   EXPECT_DOUBLE_EQ(Apart.R.StepTime, 2);
 }
 
+TEST(SimulatorTest, AnOpsSharedTimeIsItsRateUnderContention) {
+  // a (2 s alone) was measured at 2.5 s with the group busy: it keeps
+  // 2 / 2.5 = 0.8 of its speed while b runs, where b, with no shared
+  // time, keeps the group's 0.5. b's 1 s of work ends at t = 2; a has
+  // done 1.6 s of its 2 by then and does the rest alone.
+  GraphBuilder B;
+  OpId A = B.op("a", 2, {B.input("x", 1)}, {1});
+  OpId Bo = B.op("b", 1, {B.input("y", 1)}, {1});
+  B.G.addOutput(B.result(A));
+  B.G.addOutput(B.result(Bo));
+  B.G.getOp(A).Annotations.set("time_shared.t", Attribute::getFloat(2.5));
+  Cluster C = makeSharedCluster();
+  SimRun Shared;
+  Shared.simulate(B.G, C, {0, 1});
+  EXPECT_DOUBLE_EQ(Shared.R.Ops[Bo].End, 2);
+  EXPECT_DOUBLE_EQ(Shared.R.Ops[A].End, 2.4);
+  // A shared time below the op's own is drift between the profiles: the
+  // op runs at full speed under contention, never faster.
+  B.G.getOp(A).Annotations.set("time_shared.t", Attribute::getFloat(1.5));
+  SimRun Faster;
+  Faster.simulate(B.G, C, {0, 1});
+  EXPECT_DOUBLE_EQ(Faster.R.Ops[A].End, 2);
+  EXPECT_DOUBLE_EQ(Faster.R.Ops[Bo].End, 2);
+  // Off the group the shared time changes nothing.
+  SimRun Apart;
+  Apart.simulate(B.G, C, {0, 2});
+  EXPECT_DOUBLE_EQ(Apart.R.Ops[A].End, 2);
+}
+
+TEST(SimulatorTest, BoundsHoldForOpsThatLoseLessThanTheirGroup) {
+  // The group keeps half its speed with both busy, but a and b were
+  // measured unslowed under contention: together they take 1 s, which
+  // the group's capacity alone (one device's worth) would bound at 2 s.
+  GraphBuilder B;
+  OpId A = B.op("a", 1, {B.input("x", 1)}, {1});
+  OpId Bo = B.op("b", 1, {B.input("y", 1)}, {1});
+  B.G.addOutput(B.result(A));
+  B.G.addOutput(B.result(Bo));
+  for (OpId O : {A, Bo})
+    B.G.getOp(O).Annotations.set("time_shared.t", Attribute::getFloat(1));
+  Cluster C = makeSharedCluster();
+  Expected<SimGraph> SG = SimGraph::build(B.G, C);
+  ASSERT_TRUE(bool(SG)) << describe(collectErrors(SG.takeError()));
+  EXPECT_DOUBLE_EQ(SG->getGroupCapacity(0), 2);
+  SimResult R;
+  Simulator(*SG).run({0, 1}, R);
+  EXPECT_DOUBLE_EQ(R.StepTime, 1);
+  LowerBounds LB = computeLowerBounds(*SG);
+  EXPECT_LE(LB.Work, R.StepTime);
+  EXPECT_LE(LB.HeterogeneousWork, R.StepTime * (1 + 1e-9));
+  EXPECT_LE(LB.HeadWorkTail, R.StepTime * (1 + 1e-9));
+}
+
 TEST(SimulatorTest, ASharedDeviceStillRunsOneOpAtATime) {
   // a's result wakes two readers on its own device: they run one after the
   // other, alone in the group, as on any device.

@@ -44,6 +44,11 @@ struct CostOptions {
   /// A profile (ONNX Runtime JSON or Chrome trace) whose times replace the
   /// estimates of the ops it names; empty: none.
   std::string ProfilePath;
+  /// Profiles taken while every device of the profile's device type's
+  /// shared group ran the step at the same time (one process per device):
+  /// each op they name gets `time_shared.<type>`, its time under that
+  /// contention; empty: none. Needs ProfilePath.
+  std::string SharedProfilePath;
   /// The device type the profile's times are for; empty: the first GPU
   /// type of the cluster, else its first type.
   std::string ProfileDevice;
@@ -70,7 +75,8 @@ public:
   llvm::Error run(Graph &G, PassContext &Ctx);
   void printPipeline(llvm::raw_ostream &OS) const;
 
-  /// source=roofline|onednn, profile=FILE, profile-device=TYPE,
+  /// source=roofline|onednn, profile=FILE[:FILE...],
+  /// shared-profile=FILE[:FILE...], profile-device=TYPE,
   /// profile-stat=median|min|mean, runs=N, cache=DIR and
   /// measure-limit=SECONDS, bound to \p O.
   static OptionTable describeOptions(CostOptions &O);

@@ -72,6 +72,9 @@ enum class ProfileTimeKind : uint8_t {
   Kernel,
 };
 
+/// What \p K times, in words: "GPU kernels" or "host events".
+llvm::StringRef getTimeKindName(ProfileTimeKind K);
+
 /// How the times of a name seen in several profiled steps combine into one.
 enum class ProfileStatKind : uint8_t {
   /// The median of the per-step times.

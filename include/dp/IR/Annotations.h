@@ -125,6 +125,12 @@ void set(Graph &G, const Key<T> &K, const V &Value) {
 inline std::string getTimeKey(llvm::StringRef Type) {
   return ("time." + Type).str();
 }
+/// The name of the shared time annotation of device type \p Type:
+/// "time_shared.<Type>", the op's time while every device of its shared
+/// group runs ops (cost-annotate's shared-profile=).
+inline std::string getSharedTimeKey(llvm::StringRef Type) {
+  return ("time_shared." + Type).str();
+}
 /// Whether \p Name is the name of a time annotation.
 inline bool isTimeKey(llvm::StringRef Name) { return Name.startswith("time."); }
 /// The op's compute time on device type \p Type (cost-annotate), or None.

@@ -18,7 +18,11 @@
 /// - devices of a shared group (SharedGroup: hardware threads of one core,
 ///   and the like) share their execution resources: while K of them run
 ///   ops, each op progresses at Speed[K - 1] of its own time, and an op's
-///   end moves whenever another op of the group starts or ends;
+///   end moves whenever another op of the group starts or ends. An op
+///   with a time measured under contention (`time_shared.<type>`,
+///   cost-annotate's shared-profile=) has its own rate instead: its time
+///   over that time with two busy, scaled by the group's Speed for more
+///   (min(1, Speed[K - 1] * (time / time_shared) / Speed[1]));
 /// - memory: an op's results are allocated on its device when it starts
 ///   and freed once their last reader there has finished and every
 ///   transfer out of them is done; a received copy is allocated when its
@@ -71,6 +75,10 @@ public:
     return Time[Op * NumDevices + Dev];
   }
   const Cluster &getCluster() const { return *C; }
+  /// What shared group \p Grp of the cluster can do at most, in devices'
+  /// worth of work: SharedGroup::getCapacity(), or more where some op
+  /// loses less to contention than the group's speeds say.
+  double getGroupCapacity(unsigned Grp) const { return GroupCapacity[Grp]; }
   /// The distinct tensors \p Op reads.
   llvm::ArrayRef<uint32_t> getInputs(unsigned Op) const {
     return llvm::makeArrayRef(OpInputs).slice(
@@ -88,6 +96,12 @@ private:
   /// the step and keeps to its end: the op's persistent bytes and the
   /// weights and inputs it is the first reader of (their home).
   std::vector<uint64_t> getResidentBytes(const SimGraph &G);
+  /// SharedScale of op \p O (annotated \p Node) on every device of a
+  /// shared group, from its `time_shared.<type>` (\p SharedKeys by type).
+  void setSharedScales(unsigned O, const Op &Node,
+                       llvm::ArrayRef<std::string> SharedKeys);
+  /// GroupCapacity where SharedScale raises it.
+  void computeGroupCapacities();
   friend double computeHeterogeneousWorkBound(const SimGraph &G);
   friend double computeHeadWorkTailBound(const SimGraph &G);
   friend std::vector<uint64_t> getResidentBytes(const SimGraph &G);
@@ -96,6 +110,12 @@ private:
   unsigned NumOps = 0, NumDevices = 0, NumTensors = 0;
   /// Op-major: Time[Op * NumDevices + Dev].
   std::vector<double> Time;
+  /// Op-major like Time, empty when no op has a shared time: the factor
+  /// on the group's speed of an op on a device of a shared group while
+  /// other devices of the group are busy (1: the group's speed).
+  std::vector<double> SharedScale;
+  /// Per shared group of the cluster: getGroupCapacity().
+  std::vector<double> GroupCapacity;
   std::vector<uint64_t> OpWorkspace, OpPersistent;
   /// Distinct tensors each op reads: OpInputs[OpInputsBegin[Op]..[Op + 1]).
   std::vector<uint32_t> OpInputsBegin, OpInputs;
