@@ -122,7 +122,9 @@ private:
   void deriveFromForward(OpId O, OpId Forward, double *T, OpCostExtras &Extras);
   void estimateRoofline(OpId O, double *T, OpCostExtras &Extras);
   /// The time \p P gives \p O (by its name, its source name, or its
-  /// forward op's region), or None.
+  /// forward op's region), or None. An op timed by its node's own region
+  /// (not a backward or update region) also pays the runtime's dispatch
+  /// per node, where \p P measured it.
   Optional<double> lookup(const OpProfile &P, OpId O, OpId Forward) const;
   void attributeProfile(OpId O, OpId Forward, double *T, std::string &Note);
   void annotateOp(OpId O, const double *T, OpCostExtras Extras);
@@ -288,14 +290,22 @@ void GraphCoster::estimateRoofline(OpId O, double *T, OpCostExtras &Extras) {
 Optional<double> GraphCoster::lookup(const OpProfile &Prof, OpId O,
                                      OpId Forward) const {
   const Op &TheOp = G.getOp(O);
-  Optional<double> P = Prof.lookup(TheOp.Name);
-  if (!P && !TheOp.SourceName.empty())
-    P = Prof.lookup(TheOp.SourceName);
+  auto IsNode = [](StringRef Name) {
+    return !Name.endswith("/grad") && !Name.endswith("/update");
+  };
+  auto WithDispatch = [&](StringRef Name, double T) {
+    return IsNode(Name) ? T + Prof.getDispatch().getValueOr(0) : T;
+  };
+  if (Optional<double> P = Prof.lookup(TheOp.Name))
+    return WithDispatch(TheOp.Name, *P);
+  if (!TheOp.SourceName.empty())
+    if (Optional<double> P = Prof.lookup(TheOp.SourceName))
+      return WithDispatch(TheOp.SourceName, *P);
   // A trace names a backward op after its forward op's region, which may
   // bear the forward op's ONNX node name.
-  if (!P && Forward != NoId && !G.getOp(Forward).SourceName.empty())
-    P = Prof.lookup((G.getOp(Forward).SourceName + "/grad").str());
-  return P;
+  if (Forward != NoId && !G.getOp(Forward).SourceName.empty())
+    return Prof.lookup((G.getOp(Forward).SourceName + "/grad").str());
+  return None;
 }
 
 /// The profile's time for \p O on its device type, when it has one.

@@ -66,6 +66,20 @@ static constexpr double NestingSlack = 5e-4;
 /// The metadata event in which dp's PyTorch runtime records the profiler's
 /// own cost (python/dp_torch/profiling.py).
 static constexpr StringLiteral OverheadEventName = "dp_profiler_overhead";
+/// The metadata event in which it records its own time per node between
+/// the nodes' kernels.
+static constexpr StringLiteral DispatchEventName = "dp_dispatch";
+
+/// \p Values (sorted in place) combined as \p Stat says.
+static double combine(SmallVectorImpl<double> &Values, ProfileStatKind Stat) {
+  llvm::sort(Values);
+  size_t N = Values.size();
+  if (Stat == ProfileStatKind::Min)
+    return Values.front();
+  if (Stat == ProfileStatKind::Mean)
+    return std::accumulate(Values.begin(), Values.end(), 0.0) / N;
+  return N % 2 ? Values[N / 2] : (Values[N / 2 - 1] + Values[N / 2]) / 2;
+}
 
 /// The least time, in microseconds, an event keeps once the profiler's
 /// overhead is taken off (or its duration, if shorter): the overhead is a
@@ -202,18 +216,17 @@ public:
   /// The median, minimum or mean duration of every name, as \p Stat says.
   StringMap<double> takeTimes(ProfileStatKind Stat) {
     StringMap<double> Times;
-    for (auto &KV : Durations) {
-      SmallVector<double, 1> &D = KV.getValue();
-      llvm::sort(D);
-      size_t N = D.size();
-      if (Stat == ProfileStatKind::Min)
-        Times[KV.getKey()] = D.front();
-      else if (Stat == ProfileStatKind::Mean)
-        Times[KV.getKey()] = std::accumulate(D.begin(), D.end(), 0.0) / N;
-      else
-        Times[KV.getKey()] = N % 2 ? D[N / 2] : (D[N / 2 - 1] + D[N / 2]) / 2;
-    }
+    for (auto &KV : Durations)
+      Times[KV.getKey()] = combine(KV.getValue(), Stat);
     return Times;
+  }
+
+  /// The runtime's seconds per node between kernels, combined over the
+  /// pooled profiles as \p Stat says, if they give it.
+  Optional<double> takeDispatch(ProfileStatKind Stat) {
+    if (DispatchMicros.empty())
+      return None;
+    return combine(DispatchMicros, Stat) * 1e-6;
   }
 
   bool empty() const { return Durations.empty(); }
@@ -228,6 +241,8 @@ public:
     for (std::string &Note : Other.Notes)
       if (!llvm::is_contained(Notes, Note))
         Notes.push_back(std::move(Note));
+    DispatchMicros.append(Other.DispatchMicros.begin(),
+                          Other.DispatchMicros.end());
   }
 
 private:
@@ -257,6 +272,8 @@ private:
     Optional<StringRef> MetaName = Event->getString("name");
     if (Phase && *Phase == "M" && MetaName && *MetaName == OverheadEventName)
       return readOverhead(*Event, Path);
+    if (Phase && *Phase == "M" && MetaName && *MetaName == DispatchEventName)
+      return readDispatch(*Event, Path);
     if (!Phase || *Phase != "X")
       return Error::success();
     TraceEvent T;
@@ -343,6 +360,23 @@ private:
     return Error::success();
   }
 
+  /// Reads the "args" of the runtime's dispatch event \p Event at \p Path.
+  Error readDispatch(const json::Object &Event, const std::string &Path) {
+    if (!DispatchPath.empty())
+      return error(Path, "a second \"" + DispatchEventName +
+                             "\" event (the first is at " + DispatchPath +
+                             ")");
+    const json::Object *Args = Event.getObject("args");
+    const json::Value *V = Args ? Args->get("node_us") : nullptr;
+    Optional<double> Micros = V ? V->getAsNumber() : None;
+    if (!Micros || *Micros < 0)
+      return error(Path + (Args ? ".args[\"node_us\"]" : ".args"),
+                   "expected a non-negative number of microseconds");
+    DispatchPath = Path;
+    DispatchMicros.push_back(*Micros);
+    return Error::success();
+  }
+
   /// Times every named event, and the backward of every region.
   Error attributeTrace();
 
@@ -384,6 +418,10 @@ private:
   StringMap<unsigned> Threads;
   bool HasKernels = false;
   Optional<ProfilerOverhead> Overhead;
+  /// The dispatch event's figure (one per pooled profile) and where this
+  /// profile gave it.
+  SmallVector<double, 1> DispatchMicros;
+  std::string DispatchPath;
 };
 } // namespace
 
@@ -659,6 +697,7 @@ Expected<OpProfile> OpProfile::parse(ArrayRef<MemoryBufferRef> Buffers,
   }
   P.Notes = Pooled->takeNotes();
   P.Seconds = Pooled->takeTimes(Stat);
+  P.Dispatch = Pooled->takeDispatch(Stat);
   return std::move(P);
 }
 

@@ -537,7 +537,7 @@ def _run_rank_steps(args, graph, runner, rank, world, dist, memory):
         root, ext = os.path.splitext(args.profile)
         profile_steps(step, devices, args.profile_steps,
                       "%s.rank%d%s" % (root, rank, ext or ".json"),
-                      runner.module)
+                      runner.module, dispatch=False)
         _timeline(args, graph, runner, step, devices, dist)
     # Everything the report needs, gathered on rank 0.
     loss = state.get("loss")

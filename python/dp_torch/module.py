@@ -188,6 +188,8 @@ class PlacedModule(torch.nn.Module):
         # counted while time_kernels is set.
         self.time_kernels = False
         self.kernel_s = 0.0
+        # Nodes run while time_kernels is set.
+        self.nodes_timed = 0
         # A timeline.Recorder that each node's run goes to, or None.
         self.recorder = None
 
@@ -392,6 +394,7 @@ class PlacedModule(torch.nn.Module):
             if start is not None:
                 end = time.perf_counter()
                 self.kernel_s += end - start
+                self.nodes_timed += 1
                 if self.recorder is not None:
                     self.recorder.span("op", node.name, start, end,
                                        type=node.op_type)

@@ -30,6 +30,22 @@ list (the Trace Event Format's "ph": "M"):
 in microseconds, N the repetitions behind each median. cost-annotate
 {profile=} takes R + P * n off the duration of an event with n events
 nested in it (docs/cost.md).
+
+The regions time the nodes, not the runtime's own Python between them
+(looking up a node's inputs, freeing what no later node reads, calling
+its kernel): on a CNN's inference step on one core that was a tenth of
+the step, in no op's time. Before calibrating, DISPATCH_STEPS unprofiled
+steps measure it per node, D: the time spent in the module's `run` less
+the time in the nodes' kernels, over the nodes run. The trace's second
+event carries it:
+
+    {"ph": "M", "name": "dp_dispatch", "pid": 0, "tid": 0,
+     "args": {"node_us": D, "nodes": K}}
+
+K the nodes run in those steps. cost-annotate adds D to the time of every
+op the profile times by its node's region (not to backward or update
+regions: autograd's engine and the optimizer run no per-node Python of
+the runtime).
 """
 
 import json
@@ -43,6 +59,9 @@ from .module import synchronize
 
 # The name of the calibration's metadata event in the trace.
 OVERHEAD_EVENT = "dp_profiler_overhead"
+# The name of the dispatch measurement's metadata event, and its steps.
+DISPATCH_EVENT = "dp_dispatch"
+DISPATCH_STEPS = 3
 # Repetitions of each measurement, in BLOCKS blocks that alternate
 # unprofiled and profiled runs (so that a change in the machine's load
 # between them shifts both alike), and the warm-up runs before each block.
@@ -159,7 +178,36 @@ def calibrate(activities, tmp):
                      "samples": per_block * BLOCKS}}
 
 
-def profile_steps(step, devices, count, path, module):
+def measure_dispatch(step, devices, module, steps=DISPATCH_STEPS):
+    """The runtime's time per node outside the nodes' kernels, over
+    `steps` unprofiled steps, as the trace's metadata event."""
+    run = module.run
+    inside = [0.0]
+
+    def timed_run(*args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return run(*args, **kwargs)
+        finally:
+            inside[0] += time.perf_counter() - start
+
+    module.run = timed_run
+    module.kernel_s, module.nodes_timed = 0.0, 0
+    module.time_kernels = True
+    try:
+        for _ in range(steps):
+            step()
+            synchronize(devices)
+    finally:
+        module.time_kernels = False
+        del module.run
+    nodes = module.nodes_timed
+    per_node = max(0.0, inside[0] - module.kernel_s) / nodes if nodes else 0.0
+    return {"ph": "M", "name": DISPATCH_EVENT, "pid": 0, "tid": 0,
+            "args": {"node_us": per_node * 1e6, "nodes": nodes}}
+
+
+def profile_steps(step, devices, count, path, module, dispatch=True):
     """Profiles count more steps, each node's forward a region named as
     the node and its backward one named '<node>/grad'.
 
@@ -170,12 +218,16 @@ def profile_steps(step, devices, count, path, module):
     Debian's torch 1.13), so five steps in one session took five steps'
     memory at once. The trace's first event is the profiler's overhead,
     measured right before the steps (calibrate); SETTLE_STEPS profiled
-    steps, unrecorded, come between the two."""
+    steps, unrecorded, come between the two. With `dispatch`, the second
+    is the runtime's time per node between kernels (measure_dispatch),
+    measured before the calibration; a rank of a multi-rank run, whose
+    `run` also waits for messages, leaves it out."""
     activities = [torch.profiler.ProfilerActivity.CPU]
     if any(d.type == "cuda" for d in devices):
         activities.append(torch.profiler.ProfilerActivity.CUDA)
     tmp = path + ".tmp"
-    events = [calibrate(activities, tmp)]
+    first = [measure_dispatch(step, devices, module)] if dispatch else []
+    events = [calibrate(activities, tmp)] + first
     end = 0.0
     module.mark_backward = True
     try:

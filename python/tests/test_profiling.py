@@ -73,3 +73,36 @@ def test_cost_annotate_removes_the_overhead(profiled, tmp_path, two_cpus):
         (corrected, uncorrected)
     for name, t in corrected.items():
         assert 0 < t < uncorrected[name], (name, t, uncorrected[name])
+
+
+def test_trace_records_dispatch_per_node(profiled):
+    """The second event is the runtime's time per node between kernels,
+    measured on DISPATCH_STEPS unprofiled steps of every node."""
+    from dp_torch.profiling import DISPATCH_STEPS
+    event = profiled[1]
+    assert event["ph"] == "M" and event["name"] == "dp_dispatch", event
+    args = event["args"]
+    assert isinstance(args["node_us"], float), args
+    # Python between nodes: more than nothing, less than a millisecond.
+    assert 0 < args["node_us"] < 1000, args
+    # The MLP's three nodes (Gemm, Relu, Gemm) in each step.
+    assert args["nodes"] == DISPATCH_STEPS * 3, args
+    assert sum(e.get("name") == "dp_dispatch" for e in profiled) == 1
+
+
+def test_cost_annotate_adds_dispatch_to_forward_ops(profiled, tmp_path,
+                                                   two_cpus):
+    """A forward op's time gains the dispatch per node; its backward's
+    does not."""
+    without = [e for e in profiled if e.get("name") != "dp_dispatch"]
+    (tmp_path / "without.json").write_text(json.dumps(without))
+    added = profiled[1]["args"]["node_us"] * 1e-6
+    got = _gemm_times(tmp_path, "trace.json", two_cpus)
+    base = _gemm_times(tmp_path, "without.json", two_cpus)
+    forward = [n for n in got if "/grad" not in n and "grad" not in n]
+    backward = [n for n in got if n not in forward]
+    assert forward and backward, got
+    for n in forward:
+        assert got[n] == pytest.approx(base[n] + added, rel=1e-6), n
+    for n in backward:
+        assert got[n] == pytest.approx(base[n], rel=1e-6), n

@@ -31,6 +31,12 @@
 /// nested in it is then its duration less R + P * n, but no less than
 /// 1 us (or its duration, if shorter).
 ///
+/// Its trace may also say what the runtime spends per node outside the
+/// nodes' regions (looking up inputs, freeing tensors, calling the
+/// kernel), measured on unprofiled steps: {"ph": "M", "name":
+/// "dp_dispatch", "args": {"node_us": D}}. getDispatch() gives it
+/// (combined over pooled profiles like the times).
+///
 /// A name seen several times (several profiled steps, or several
 /// profiles pooled: one per process, as the speed of a process on a shared
 /// machine varies from one to the next) gets the median of its times,
@@ -96,6 +102,9 @@ public:
   /// The time of \p Name in seconds, or None if the profile lacks it.
   llvm::Optional<double> lookup(llvm::StringRef Name) const;
   size_t size() const { return Seconds.size(); }
+  /// The runtime's seconds per node outside the nodes' own regions (its
+  /// Python between kernels), when the profile measured it.
+  llvm::Optional<double> getDispatch() const { return Dispatch; }
   /// Why parts of the profile were not used (e.g. backward events that
   /// cannot be attributed); empty when all of it was.
   llvm::ArrayRef<std::string> getNotes() const { return Notes; }
@@ -116,6 +125,7 @@ private:
   ProfileFormatKind Format = ProfileFormatKind::ONNXRuntime;
   ProfileTimeKind TimeKind = ProfileTimeKind::Event;
   llvm::StringMap<double> Seconds;
+  llvm::Optional<double> Dispatch;
   std::vector<std::string> Notes;
 };
 
