@@ -364,8 +364,7 @@ private:
   Error readDispatch(const json::Object &Event, const std::string &Path) {
     if (!DispatchPath.empty())
       return error(Path, "a second \"" + DispatchEventName +
-                             "\" event (the first is at " + DispatchPath +
-                             ")");
+                             "\" event (the first is at " + DispatchPath + ")");
     const json::Object *Args = Event.getObject("args");
     const json::Value *V = Args ? Args->get("node_us") : nullptr;
     Optional<double> Micros = V ? V->getAsNumber() : None;
