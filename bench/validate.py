@@ -13,17 +13,22 @@ models, at the smaller input sizes of `utils/export-models.py --size
 validation`, and for the inference and the training step (a case):
 
 1. the runtime runs the single-device placement with `--profile`: a
-   torch.profiler trace with every node's forward and backward;
+   torch.profiler trace with every node's forward and backward; and once
+   more beside a second process that runs the same step without pause,
+   whose trace gives every op's time with both workers busy (the two
+   one-core workers share the chip's caches and memory bandwidth, and
+   ops lose to that by their kind: `cost-annotate{shared-profile=}`);
 2. each placer places the model with those profiled costs, and `emit`
    writes the placed model;
 3. the runtime measures every placed model of the case, by the protocol
-   below; each round also profiles the single-device step once more, in
-   a process of its own placed in the round's rotation like the timed
-   ones;
+   below; each round also profiles the single-device step once more,
+   alone and beside a second process, each in the round's rotation like
+   the timed processes;
 4. for each cost source (roofline, oneDNN, the profile), dp-opt simulates
    each placed model as the runtime runs it (`place{algo=given}`:
    backward and update ops on their forward op's device), the profile
-   being all the case's profiles pooled (`cost-annotate{profile=a:b:..}`):
+   being all the case's profiles pooled (`cost-annotate{profile=a:b:..,
+   shared-profile=c:d:..}`):
    the speed of this machine drifts by tens of percent within minutes
    and differs from one process to the next, so a profile taken once,
    before the timed steps, would set every simulated step of the case;
@@ -79,10 +84,10 @@ PLACERS = {
 SOURCES = {
     "roofline": "cost-annotate",
     "onednn": "cost-annotate{source=onednn}",
-    "profile": "cost-annotate{profile=%s,profile-device=host-core}",
-    "profile_min": "cost-annotate{profile=%s,profile-device=host-core,"
+    "profile": "cost-annotate{%s,profile-device=host-core}",
+    "profile_min": "cost-annotate{%s,profile-device=host-core,"
                    "profile-stat=min}",
-    "profile_mean": "cost-annotate{profile=%s,profile-device=host-core,"
+    "profile_mean": "cost-annotate{%s,profile-device=host-core,"
                     "profile-stat=mean}",
 }
 # What is compared with what: a simulated step (cost source) and a measured
@@ -98,8 +103,11 @@ COMPARISONS = [
 AGAINST = {"measured_s": "median", "min_s": "fastest", "mean_s": "mean"}
 # The comparison the targets judge.
 HEADLINE = COMPARISONS[2]
-# The profiling process's place in each round's rotation.
+# The profiling processes' place in each round's rotation: the single
+# device's step profiled alone, and profiled beside a second process that
+# runs the same step (the two workers' contention, op by op).
 PROFILING = "profiling"
+PROFILING_SHARED = "profiling beside a second process"
 # The fewest timed steps one process runs, whatever --steps / --rounds.
 MIN_STEPS_PER_PROCESS = 10
 # dp's pick, and the placement two workers are measured against.
@@ -129,6 +137,7 @@ FIELDS = ["model", "mode", "placer", "devices", "measured_s", "min_s",
           "timed_steps", "warmup_steps", "roofline_s", "onednn_s",
           "profile_s", "profile_min_s", "profile_mean_s",
           "processes", "process_spread", "profile_processes",
+          "shared_profile_processes",
           "profile_peak_bytes",
           "measured_peak_bytes", "transfer_bytes",
           "measured_sent_bytes", "runtime_predicted_s"] + \
@@ -471,6 +480,26 @@ class Case:
         with open(summary) as f:
             return json.load(f)
 
+    def profile_shared(self, placed, trace):
+        """Profiles the step of \p placed while a second process runs the
+        same step without pause: the profile's times are the ops' times
+        with both workers busy (cost-annotate's shared-profile=). The
+        second process starts first and stops when the profile is
+        written."""
+        cmd = [PY, "-m", "dp_torch", "run", placed, "--threads", "1",
+               "--steps", "1000000", "--warmup", "0"]
+        if self.mode == "train":
+            cmd.append("--train")
+        beside = subprocess.Popen(cmd, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL,
+                                  env=env_one_thread())
+        try:
+            # Its first steps run while this process loads the model.
+            return self.measure(placed, 1, 1, 2, profile=trace)
+        finally:
+            beside.kill()
+            beside.wait()
+
     def measure(self, placed, devices, steps, warmup, profile=None):
         report = self.path(".report.json")
         cmd = [PY, "-m", "dp_torch", "run", placed, "--threads", "1",
@@ -496,6 +525,13 @@ def used_devices(placed):
     raise RuntimeError("%s: no placement" % placed)
 
 
+def profile_args(traces, shared):
+    """cost-annotate's options for the profiles \p traces (the single
+    device's step alone) and \p shared (beside a second process)."""
+    return "profile=%s,shared-profile=%s" % (":".join(traces),
+                                             ":".join(shared))
+
+
 def step_of(summary):
     """A simulator summary's step, or "" where its cost source failed."""
     return summary["step_time_s"] if summary is not None else ""
@@ -519,24 +555,30 @@ def validate_case(case, placers, steps, warmup, rounds):
     single = seed_out + ".placed.onnx"
     traces = [case.path(".trace0.json")]
     case.measure(single, 1, 1, 1, profile=traces[0])
+    shared = [case.path(".shared0.json")]
+    case.profile_shared(single, shared[0])
     placed, devices = {}, {}
     for placer in placers:
-        placed[placer] = case.place(placer, traces[0])
+        placed[placer] = case.place(placer, profile_args(traces, shared))
         devices[placer] = len(used_devices(placed[placer]))
     per = steps_per_process(steps, rounds)
     reports = {p: [] for p in placers}
     for i in range(rounds):
-        for placer in rotation(placers + [PROFILING], i):
+        for placer in rotation(placers + [PROFILING, PROFILING_SHARED], i):
             if placer == PROFILING:
                 traces.append(case.path(".trace%d.json" % len(traces)))
                 case.measure(single, 1, 1, 1, profile=traces[-1])
+                continue
+            if placer == PROFILING_SHARED:
+                shared.append(case.path(".shared%d.json" % len(shared)))
+                case.profile_shared(single, shared[-1])
                 continue
             reports[placer].append(case.measure(
                 placed[placer], devices[placer], per, warmup))
             log("%s round %d/%d %s: %d devices, median %.1f ms" % (
                 case.tag, i + 1, rounds, placer, devices[placer],
                 reports[placer][-1]["step_s"]["median"] * 1e3))
-    profile = ":".join(traces)
+    profile = profile_args(traces, shared)
     sims = {}
     for placer in placers:
         sims[placer] = {}
@@ -565,6 +607,7 @@ def validate_case(case, placers, steps, warmup, rounds):
             "profile_min_s": step_of(sim["profile_min"]),
             "profile_mean_s": step_of(sim["profile_mean"]),
             "profile_processes": len(traces),
+            "shared_profile_processes": len(shared),
             "profile_peak_bytes": max(d["peak_bytes"]
                                       for d in sim["profile"]["devices"]),
             "transfer_bytes": sim["profile"]["transfer_bytes"],
@@ -619,6 +662,22 @@ def profile_processes(rows):
     return "%d to %d" % (counts[0], counts[-1])
 
 
+def shared_text(rows):
+    """What the section says of the profiles taken beside a second
+    process, from the rows' own columns ("" for rows without them)."""
+    counts = sorted({int(r["shared_profile_processes"]) for r in rows
+                     if r.get("shared_profile_processes")})
+    if not counts:
+        return ""
+    n = str(counts[0]) if len(counts) == 1 else "%d to %d" % (counts[0],
+                                                               counts[-1])
+    return ("; and as many (%s) profiled beside a second process that ran "
+            "the same step without pause, whose times are each op's with "
+            "both workers busy (`shared-profile=`: the simulator runs an op "
+            "at its own rate under contention, not at the probe's one "
+            "speed)" % n)
+
+
 def protocol_text(rows):
     """How the rows were measured, from their own columns."""
     new = [r for r in rows if has(r, "p10_s", "timed_steps")]
@@ -670,7 +729,11 @@ def section(rows, cluster, command):
         "cost source. The profile: 5 profiled steps of the single-device "
         "placement in each of %s processes (one before the placers ran, "
         "whose profile they placed with, and one in each round, among the "
-        "timed processes), pooled; no timed step enters it. The roofline, oneDNN and profile medians are compared with "
+        "timed processes), pooled%s; each op timed by its node's region "
+        "also pays the runtime's time per node between kernels, measured "
+        "on unprofiled steps of the same processes; no timed step enters "
+        "the profile. The roofline, oneDNN and profile medians are "
+        "compared with "
         "the median timed step; the profile's fastest times "
         "(`profile-stat=min`) with the fastest timed step; its means "
         "(`profile-stat=mean`) with the mean timed step. "
@@ -684,7 +747,7 @@ def section(rows, cluster, command):
             "is %s (`host-cluster`'s probe)" % ", ".join(
                 "%g" % v for v in cluster["shared"][0]["speed"])
             if cluster.get("shared") else "", profile_processes(rows),
-            command))
+            shared_text(rows), command))
     lines.append("")
     lines.append(protocol_text(rows))
     lines.append("")

@@ -124,8 +124,11 @@ def test_validate_case_interleaves_rounds(monkeypatch):
             return "/nonexistent/m" + suffix
 
         def place(self, placer, profile):
-            calls.append(("place", placer))
+            calls.append(("place", placer, profile))
             return placer + ".placed.onnx"
+
+        def profile_shared(self, placed, trace):
+            calls.append(("shared", trace))
 
         def simulate(self, placed, source, profile):
             return sim
@@ -140,7 +143,14 @@ def test_validate_case_interleaves_rounds(monkeypatch):
 
     placers = ["single", "expert", "anneal"]
     rows = validate.validate_case(FakeCase(), placers, 30, 5, 3)
-    assert [c[0] for c in calls[:3]] == ["place"] * 3
+    # One profile beside a second process before the placers place (with
+    # it), and one in each round.
+    assert [c[0] for c in calls[:4]] == ["shared"] + ["place"] * 3
+    assert all(c[2] == "profile=/nonexistent/m.trace0.json,shared-profile="
+               "/nonexistent/m.shared0.json" for c in calls if c[0] == "place")
+    assert sum(c[0] == "shared" for c in calls) == 4
+    assert all(r["shared_profile_processes"] == 4 and
+               r["profile_processes"] == 4 for r in rows)
     order = [c[1] for c in calls if c[0] == "measure"]
     assert order == ["single", "expert", "anneal",
                      "expert", "anneal", "single",
