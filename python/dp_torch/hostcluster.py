@@ -16,6 +16,12 @@ are therefore declared a shared group whose speeds are measured: for k = 1
 speed[k-1] is their median rate over the rate of one alone. The matrix
 product stands for the convolutions and matrix products that take most of
 a model's time; streaming (memory-bound) kernels may slow less.
+
+The probes measure what the machine gives them: run while other work
+loads it, they describe that share of it. The share of the machine's
+processor time other processes took (/proc/stat) in a second before the
+probes and a second after them is therefore checked, and above
+BUSY_WARNING the command says so.
 """
 
 import json
@@ -31,6 +37,57 @@ import torch
 from .module import set_threads
 
 SIZES = [4, 4096, 65536, 1 << 20, 8 << 20, 32 << 20]
+# The share of the machine's processor time other work may take around the
+# probes before host-cluster warns.
+BUSY_WARNING = 0.15
+
+
+def cpu_times():
+    """(busy, total) processor time of the whole machine so far, in clock
+    ticks, from /proc/stat; None where there is no such file."""
+    try:
+        with open("/proc/stat") as f:
+            fields = f.readline().split()
+    except OSError:
+        return None
+    if not fields or fields[0] != "cpu" or len(fields) < 5:
+        return None
+    # user nice system idle iowait irq softirq steal (guest time is
+    # counted in user already).
+    ticks = [int(v) for v in fields[1:9]]
+    idle = sum(ticks[3:5])
+    return sum(ticks) - idle, sum(ticks)
+
+
+def busy_share(before, after):
+    """The share of the processor time between two cpu_times() readings
+    that went to work: 0 (idle) to 1."""
+    busy, total = after[0] - before[0], after[1] - before[1]
+    return min(1.0, max(0.0, busy / total)) if total > 0 else 0.0
+
+
+def other_work(seconds=1.0):
+    """The share of the machine's processor time that other processes
+    take while this one sleeps for `seconds`, or None where unknown."""
+    before = cpu_times()
+    if before is None:
+        return None
+    time.sleep(seconds)
+    return busy_share(before, cpu_times())
+
+
+def busy_warning(shares):
+    """The warning for the other work measured around the probes, or
+    None when the machine was quiet enough."""
+    known = [s for s in shares if s is not None]
+    if not known or max(known) <= BUSY_WARNING:
+        return None
+    return ("dp_torch: warning: other work took %s of this machine's "
+            "processor time around the probes (before, after; above %.0f %% "
+            "the figures describe what it left, not the machine): probe "
+            "again when the machine is idle\n"
+            % (" and ".join("%.0f %%" % (s * 100) for s in known),
+               BUSY_WARNING * 100))
 
 
 def _ping_pong(rounds):
@@ -292,6 +349,7 @@ def main(args):
         return 1
     import tempfile
     from .__main__ import _free_port
+    busy = [other_work()]
     with tempfile.TemporaryDirectory() as tmp:
         probe = os.path.join(tmp, "link.json")
         env = dict(os.environ, MASTER_ADDR="127.0.0.1",
@@ -317,6 +375,7 @@ def main(args):
     dispatch = _measure_dispatch()
     speed = _measure_sharing(args.workers)
     memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    busy.append(other_work())
     cluster = make_cluster(args.workers, link, flops, bandwidth, dispatch,
                            memory, speed, load)
     text = json.dumps(cluster, indent=2) + "\n"
@@ -340,4 +399,7 @@ def main(args):
            bandwidth / 1e9, dispatch * 1e6, args.workers,
            " ".join("%g" % v for v in speed), load, idle_link[0] * 1e6,
            idle_link[1] / 1e9))
+    warning = busy_warning(busy)
+    if warning:
+        sys.stderr.write(warning)
     return 0

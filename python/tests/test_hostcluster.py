@@ -82,3 +82,44 @@ def test_link_fit_takes_latency_from_the_smallest_message():
     # Times that do not grow with size: the largest message's rate.
     latency, bandwidth = _fit([(4, 1e-4), (1 << 20, 1e-3), (8 << 20, 1e-3)])
     assert latency == 1e-4 and bandwidth == (8 << 20) / (1e-3 - 1e-4)
+
+
+def test_busy_share_of_two_readings():
+    from dp_torch.hostcluster import busy_share
+    assert busy_share((100, 1000), (150, 1100)) == 0.5
+    assert busy_share((100, 1000), (100, 1100)) == 0.0
+    # No time passed: nothing to say.
+    assert busy_share((100, 1000), (100, 1000)) == 0.0
+
+
+def test_busy_warning_names_the_shares():
+    from dp_torch.hostcluster import BUSY_WARNING, busy_warning
+    assert busy_warning([None, None]) is None
+    assert busy_warning([0.02, BUSY_WARNING]) is None
+    text = busy_warning([0.02, 0.48])
+    assert text.startswith("dp_torch: warning: other work took 2 % and "
+                           "48 % of this machine's processor time")
+    assert "probe again when the machine is idle" in text
+
+
+def test_other_work_sees_processes_that_keep_every_core_busy():
+    """With a spinning process per core, other work takes most of the
+    machine (the spinners share it with whatever else runs, so the share
+    is only bounded below)."""
+    import os
+    import sys
+    from dp_torch.hostcluster import cpu_times, other_work
+    if cpu_times() is None:
+        pytest.skip("no /proc/stat")
+    n = min(os.cpu_count() or 1, 16)
+    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+                for _ in range(n)]
+    try:
+        import time
+        time.sleep(0.3)  # the interpreters start
+        share = other_work(1.0)
+    finally:
+        for p in spinners:
+            p.kill()
+            p.wait()
+    assert share > 0.6, share
