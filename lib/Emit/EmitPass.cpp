@@ -530,9 +530,18 @@ Error EmitRun::writeFormats() {
 void EmitRun::report(raw_ostream &OS) const {
   for (const std::string &W : S.Warnings)
     OS << "emit: warning: " << W << '\n';
-  for (const auto &[Path, What] : E.getWritten())
-    if (Path != "-")
-      OS << "emit: wrote " << Path << " (" << What << ")\n";
+  // Inside a transaction the files are not there yet: the tool says so
+  // once it committed them.
+  OutputTransaction *T = OutputTransaction::getCurrent();
+  for (const auto &[Path, What] : E.getWritten()) {
+    if (Path == "-")
+      continue;
+    std::string Line = "emit: wrote " + Path + " (" + What + ")\n";
+    if (T)
+      T->addNote(std::move(Line));
+    else
+      OS << Line;
+  }
 }
 
 Error EmitPass::run(Graph &G, PassContext &Ctx) {

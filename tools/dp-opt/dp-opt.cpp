@@ -307,8 +307,11 @@ int main(int argc, char **argv) {
                  })) {
     return fail(OutputFilename, std::move(E));
   }
-  // Everything succeeded: now the files appear.
+  // Everything succeeded: now the files appear, and only then is it said
+  // which.
   if (Error E = Outputs.commit())
     return fail("", std::move(E));
+  for (const std::string &Note : Outputs.getNotes())
+    errs() << Note;
   return 0;
 }

@@ -21,6 +21,7 @@
 #ifndef DP_SUPPORT_FILEOUTPUT_H
 #define DP_SUPPORT_FILEOUTPUT_H
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
@@ -69,10 +70,18 @@ public:
   /// Takes \p F, replacing a file pending for the same target.
   void add(PendingFile F);
 
+  /// Keeps \p Line ("emit: wrote FILE (...)\n") for the tool to print once
+  /// commit() succeeded: a run that fails must not say it wrote files that
+  /// it then leaves as they were.
+  void addNote(std::string Line) { Notes.push_back(std::move(Line)); }
+  /// The lines given to addNote, in order.
+  llvm::ArrayRef<std::string> getNotes() const { return Notes; }
+
 private:
   void discard();
 
   std::vector<PendingFile> Files;
+  std::vector<std::string> Notes;
   OutputTransaction *Outer;
   bool Open = true;
 };
