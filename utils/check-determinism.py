@@ -87,12 +87,20 @@ def list_passes(dp_opt):
     text = subprocess.run([dp_opt, "-print-passes"], capture_output=True,
                           check=True).stdout.decode()
     passes, strategies, placers = [], [], {}
-    in_placers = False
+    # Each entry is "  name{options}" (a long option list goes on in lines
+    # indented by 4), then its description indented by 6.
+    heads = []
     for line in text.splitlines():
+        if line.startswith("Placers") or re.match(r"  \S", line):
+            heads.append(line.strip())
+        elif re.match(r"    \S", line) and heads:
+            heads[-1] += line.strip()
+    in_placers = False
+    for line in heads:
         if line.startswith("Placers"):
             in_placers = True
             continue
-        m = re.match(r"  ([a-z0-9-]+)(\{\S*\})?", line)
+        m = re.match(r"([a-z0-9-]+)(\{\S*\})?$", line)
         if not m:
             continue
         name, params = m.group(1), m.group(2) or ""

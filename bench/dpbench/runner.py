@@ -78,7 +78,9 @@ class Tools:
             if line.startswith("Placers"):
                 section = True
                 continue
-            if section and line.strip():
+            # "  name{options}"; its options' later lines and its
+            # description are indented further.
+            if section and line.startswith("  ") and line[2:3].strip():
                 names.append(line.split()[0].split("{")[0])
         return names
 

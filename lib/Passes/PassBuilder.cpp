@@ -14,11 +14,11 @@
 #include "dp/Place/PlacePass.h"
 #include "dp/Sim/SimulatePass.h"
 #include "dp/Support/Diagnostics.h"
+#include "dp/Support/Format.h"
 #include "dp/Transforms/TrainingGraph.h"
 #include "dp/Transforms/UnrollRNN.h"
 
 #include "llvm/ADT/StringExtras.h"
-#include "llvm/Support/Format.h"
 
 using namespace llvm;
 
@@ -26,31 +26,44 @@ namespace dp {
 
 ArrayRef<PassInfo> getRegisteredPasses() {
   static const PassInfo Passes[] = {
-#define GRAPH_PASS(NAME, CREATE_PASS, DESCRIPTION) {NAME, "", DESCRIPTION},
+#define GRAPH_PASS(NAME, CREATE_PASS, DESCRIPTION) {NAME, "", DESCRIPTION, ""},
 #define GRAPH_PASS_WITH_OPTIONS(NAME, PASS, OPTIONS, DESCRIPTION)              \
-  {NAME, getPassOptionUsage<OPTIONS>(PASS::describeOptions), DESCRIPTION},
+  {NAME, getPassOptionUsage<OPTIONS>(PASS::describeOptions), DESCRIPTION,      \
+   getPassOptionDefaults<OPTIONS>(PASS::describeOptions)},
 #include "PassRegistry.def"
   };
   return Passes;
 }
 
+/// The width -print-passes and -help keep to.
+static constexpr unsigned HelpWidth = 100;
+
+/// Writes "  name{params}", then \p Description and "defaults: ..."
+/// indented below it.
+static void printEntry(raw_ostream &OS, StringRef Name, StringRef Params,
+                       StringRef Description, StringRef Defaults) {
+  std::string Head = Name.str();
+  if (!Params.empty())
+    Head += ("{" + Params + "}").str();
+  // A long option list goes on indented by 4.
+  OS << "  " << StringRef(wrapText(Head, 4, HelpWidth)).drop_front(4) << '\n';
+  OS << wrapText(Description, 6, HelpWidth) << '\n';
+  if (!Defaults.empty())
+    OS << wrapText(("defaults: " + Defaults).str(), 6, HelpWidth) << '\n';
+}
+
 void printPassNames(raw_ostream &OS) {
   OS << "Graph passes:\n";
-  for (const PassInfo &P : getRegisteredPasses()) {
-    std::string Head = P.Name.str();
-    if (!P.Params.empty())
-      Head += "{" + P.Params + "}";
-    OS << "  " << format("%-32s", Head.c_str()) << ' ' << P.Description
-       << '\n';
-  }
-  OS << "\nPlacers (place{algo=NAME,...}):\n";
-  for (const PlacerInfo &P : getPlacers()) {
-    std::string Head = P.Name.str();
-    if (!P.Params.empty())
-      Head += "{" + P.Params.str() + "}";
-    OS << "  " << format("%-32s", Head.c_str()) << ' ' << P.Description
-       << '\n';
-  }
+  for (const PassInfo &P : getRegisteredPasses())
+    printEntry(OS, P.Name, P.Params, P.Description, P.Defaults);
+  OS << '\n';
+  printPlacerNames(OS);
+}
+
+void printPlacerNames(raw_ostream &OS) {
+  OS << "Placers (place{algo=NAME,...}):\n";
+  for (const PlacerInfo &P : getPlacers())
+    printEntry(OS, P.Name, P.Params, P.Description, "");
 }
 
 static bool isPassNameChar(char C) {

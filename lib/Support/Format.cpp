@@ -67,6 +67,28 @@ double floatToShortestDouble(float V) {
   return D;
 }
 
+std::string wrapText(StringRef Text, unsigned Indent, unsigned Width) {
+  std::string Out, Line(Indent, ' ');
+  bool LineEmpty = true;
+  while (!Text.empty()) {
+    size_t End = Text.find_first_of(" ,");
+    StringRef Word = End == StringRef::npos ? Text : Text.take_front(End + 1);
+    Text = Text.drop_front(Word.size());
+    if (!LineEmpty && Line.size() + Word.rtrim(' ').size() > Width) {
+      Out += StringRef(Line).rtrim(' ');
+      Out += '\n';
+      Line.assign(Indent, ' ');
+      LineEmpty = true;
+    }
+    if (LineEmpty && Word.trim(' ').empty())
+      continue;
+    Line += Word.str();
+    LineEmpty = false;
+  }
+  Out += StringRef(Line).rtrim(' ');
+  return Out;
+}
+
 bool parseDouble(StringRef S, double &V) {
   if (S == "nan") {
     V = std::numeric_limits<double>::quiet_NaN();

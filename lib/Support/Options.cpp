@@ -95,7 +95,11 @@ OptionTable &OptionTable::number(StringRef Key, double &Value, StringRef Meta,
       [&Value, K, X, Valid](StringRef S) {
         return parseNumber(K, X, Valid, S, Value);
       },
-      [&Value] { return printNumber(Value); });
+      // A value Valid refuses is the unset default ("the placer's"): it
+      // has no text.
+      [&Value, Valid] {
+        return Valid(Value) ? printNumber(Value) : std::vector<std::string>();
+      });
 }
 
 OptionTable &OptionTable::number(StringRef Key, Optional<double> &Value,
@@ -195,6 +199,14 @@ std::string OptionTable::getUsage() const {
     S += (S.empty() ? "" : ",") + E.Key + "=" + E.Meta;
   if (Others)
     S += (S.empty() ? "" : ",") + OthersUsage;
+  return S;
+}
+
+std::string OptionTable::getDefaults() const {
+  std::string S;
+  for (const Entry &E : Entries)
+    for (const std::string &V : E.Print())
+      S += (S.empty() ? "" : ",") + E.Key + "=" + V;
   return S;
 }
 

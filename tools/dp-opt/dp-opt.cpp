@@ -8,8 +8,8 @@
 /// dp-opt reads an ONNX model or dp IR, runs a pass pipeline over it and
 /// writes the resulting IR, like LLVM's opt:
 ///
-///   dp-opt -passes='import-onnx{batch=8},summary' model.onnx -S -o m.dp
-///   dp-opt -import-onnx -summary model.onnx -disable-output
+///   dp-opt -passes='import-onnx{batch=8},print-summary' m.onnx -S -o m.dp
+///   dp-opt -import-onnx -print-summary m.onnx -disable-output
 ///
 /// Per-pass flags expand in command-line order, and mix with -passes. If the
 /// input is an ONNX model and the pipeline does not start with import-onnx,
@@ -27,6 +27,7 @@
 #include "dp/Passes/PassBuilder.h"
 #include "dp/Support/Diagnostics.h"
 #include "dp/Support/FileOutput.h"
+#include "dp/Support/Format.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -60,11 +61,14 @@ static cl::opt<bool> DisableOutput("disable-output",
                                    cl::desc("Write no IR output"),
                                    cl::cat(DpCategory));
 static cl::list<std::string>
-    Passes("passes", cl::desc("Pass pipeline, e.g. 'import-onnx,summary'"),
+    Passes("passes",
+           cl::desc("Pass pipeline, e.g. 'import-onnx,print-summary'"),
            cl::value_desc("pipeline"), cl::cat(DpCategory));
-static cl::opt<bool> PrintPasses("print-passes",
-                                 cl::desc("List the passes and exit"),
-                                 cl::cat(DpCategory));
+static cl::opt<bool>
+    PrintPasses("print-passes",
+                cl::desc("List the passes and placers with their options and\n"
+                         "defaults, and exit"),
+                cl::cat(DpCategory));
 static cl::opt<bool>
     PrintPipeline("print-pipeline",
                   cl::desc("Print the pipeline as -passes text and exit"),
@@ -80,7 +84,7 @@ static cl::opt<uint64_t> Seed("seed", cl::desc("Seed for randomized passes"),
 static cl::opt<std::string>
     ClusterSpec("cluster",
                 cl::desc("Hardware to place for: a preset (-print-cluster "
-                         "lists them) or a JSON/YAML cluster file"),
+                         "lists them)\nor a JSON/YAML cluster file"),
                 cl::value_desc("preset|file"), cl::cat(DpCategory));
 static cl::opt<bool>
     PrintCluster("print-cluster",
@@ -105,9 +109,28 @@ static cl::opt<bool>
           cl::cat(DpCategory));
 static cl::opt<std::string> CurveFile(
     "curve",
-    cl::desc("Write a searching placer's best step time vs samples and "
+    cl::desc("Write a searching placer's best step time vs samples\nand "
              "seconds (CSV) here"),
     cl::value_desc("file.csv"), cl::cat(DpCategory));
+
+/// The width of -help's lines.
+static constexpr unsigned HelpWidth = 100;
+/// The column at which -help's descriptions start, at most: cl aligns them
+/// after the widest flag ("--training-graph[=<options>] - ").
+static constexpr unsigned HelpDescColumn = 34;
+
+/// The overview -help starts with: what dp-opt does, and an example that
+/// runs (test/dp-opt/help.test runs it).
+static constexpr const char *Overview =
+    "dp-opt: run dp passes over a model\n"
+    "\n"
+    "  dp-opt -cluster=p100x4 model.onnx -disable-output -summary=s.json \\\n"
+    "    -passes='import-onnx{batch=8},cost-annotate,place{algo=metis},"
+    "simulate'\n"
+    "\n"
+    "  Per-pass flags (-import-onnx=batch=8 -place=algo=metis) expand in\n"
+    "  command-line order; -print-passes lists the passes, their options and\n"
+    "  defaults.\n";
 
 namespace {
 /// One -<pass>[=options] flag per registered pass.
@@ -115,20 +138,34 @@ struct PassFlag {
   const PassInfo *Info;
   /// cl::desc keeps a StringRef: the text must live as long as the flag.
   std::unique_ptr<std::string> Description;
+  /// -<pass>[=options] for a pass with options, else -<pass> (a switch,
+  /// which -help shows without "=<...>").
   std::unique_ptr<cl::list<std::string>> Flag;
+  std::unique_ptr<cl::list<bool>> Switch;
 };
 } // namespace
 
 static std::vector<PassFlag> makePassFlags() {
   std::vector<PassFlag> Flags;
   for (const PassInfo &P : getRegisteredPasses()) {
+    // The option syntax goes below the description, so that the flags'
+    // column stays narrow and every line fits.
+    std::string Text = ("Run " + P.Name + ": " + P.Description).str();
+    if (!P.Params.empty())
+      Text += "; options: " + P.Params;
+    // cl indents the description's later lines itself.
     auto Description = std::make_unique<std::string>(
-        ("Run " + P.Name + ": " + P.Description).str());
-    auto Flag = std::make_unique<cl::list<std::string>>(
-        P.Name, cl::desc(*Description),
-        cl::value_desc(P.Params), cl::ValueOptional,
-        cl::ZeroOrMore, cl::cat(DpCategory));
-    Flags.push_back({&P, std::move(Description), std::move(Flag)});
+        wrapText(Text, 0, HelpWidth - HelpDescColumn));
+    PassFlag F{&P, std::move(Description), nullptr, nullptr};
+    if (P.Params.empty())
+      F.Switch = std::make_unique<cl::list<bool>>(
+          P.Name, cl::desc(*F.Description), cl::ValueDisallowed, cl::ZeroOrMore,
+          cl::cat(DpCategory));
+    else
+      F.Flag = std::make_unique<cl::list<std::string>>(
+          P.Name, cl::desc(*F.Description), cl::value_desc("options"),
+          cl::ValueOptional, cl::ZeroOrMore, cl::cat(DpCategory));
+    Flags.push_back(std::move(F));
   }
   return Flags;
 }
@@ -139,6 +176,11 @@ static std::string buildPipelineText(const std::vector<PassFlag> &Flags) {
   for (unsigned I = 0, E = Passes.size(); I != E; ++I)
     ByPosition[Passes.getPosition(I)] = Passes[I];
   for (const PassFlag &F : Flags) {
+    if (F.Switch) {
+      for (unsigned I = 0, E = F.Switch->size(); I != E; ++I)
+        ByPosition[F.Switch->getPosition(I)] = F.Info->Name.str();
+      continue;
+    }
     for (unsigned I = 0, E = F.Flag->size(); I != E; ++I) {
       std::string Text = F.Info->Name.str();
       if (!(*F.Flag)[I].empty())
@@ -160,12 +202,24 @@ static int fail(StringRef File, Error E) {
   return 1;
 }
 
+/// dp's version (the project's, from CMake), then LLVM's.
+static void printVersion(raw_ostream &OS) {
+  OS << "dp version " << DP_VERSION << '\n';
+  cl::PrintVersionMessage();
+}
+
 int main(int argc, char **argv) {
   InitLLVM X(argc, argv);
   std::vector<PassFlag> Flags = makePassFlags();
   cl::HideUnrelatedOptions(DpCategory);
-  cl::ParseCommandLineOptions(argc, argv,
-                              "dp-opt: run dp passes over a model\n");
+  cl::SetVersionPrinter(printVersion);
+  // -help ends with the placers that --place's description points to.
+  std::string PlacerHelp;
+  raw_string_ostream PlacerOS(PlacerHelp);
+  printPlacerNames(PlacerOS);
+  PlacerOS.flush();
+  cl::extrahelp PlacerList(PlacerHelp);
+  cl::ParseCommandLineOptions(argc, argv, Overview);
 
   if (PrintPasses) {
     printPassNames(outs());

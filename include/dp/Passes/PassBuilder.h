@@ -39,6 +39,8 @@ struct PassInfo {
   /// Option syntax ("batch=N,dim=NAME:N"), empty if the pass has none.
   std::string Params;
   llvm::StringRef Description;
+  /// The options' values when not given ("batch=1,..."), empty if none.
+  std::string Defaults;
 };
 
 /// One pass of a parsed pipeline: its name and options, in the order given.
@@ -60,8 +62,13 @@ parsePipelineText(llvm::StringRef Text);
 /// options are errors that quote the pipeline.
 llvm::Error parsePassPipeline(PassManager &PM, llvm::StringRef Text);
 
-/// Writes "  name{params}  description" for every pass.
+/// Writes every pass, then every placer: "  name{params}", then the
+/// description and the options' defaults indented below it, each line at
+/// most 100 columns.
 void printPassNames(llvm::raw_ostream &OS);
+
+/// Writes the placers (place{algo=NAME}) as printPassNames does.
+void printPlacerNames(llvm::raw_ostream &OS);
 
 } // namespace dp
 

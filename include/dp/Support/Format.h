@@ -39,6 +39,12 @@ double floatToShortestDouble(float V);
 /// "-inf", "nan"). Returns false if \p S is not one.
 bool parseDouble(llvm::StringRef S, double &V);
 
+/// \p Text broken into lines of at most \p Width columns, each line (the
+/// first too) indented by \p Indent spaces; lines break after a space or
+/// a comma (option lists such as "batch=N,dim=NAME:N" have no spaces). A
+/// word longer than a line stays whole. No newline at the end.
+std::string wrapText(llvm::StringRef Text, unsigned Indent, unsigned Width);
+
 /// Whether \p V is a number greater than 0 and less than infinity (a time,
 /// a rate, a budget).
 inline bool isPositiveFinite(double V) {

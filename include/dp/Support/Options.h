@@ -128,6 +128,9 @@ public:
 
   /// "key=META,key=META" in declaration order.
   std::string getUsage() const;
+  /// "key=value,key=value": the value each option has when not given, for
+  /// the options that have one (an option unset by default has none).
+  std::string getDefaults() const;
   /// "key=META, key=META or key=META": what an unknown option's error
   /// says was expected.
   std::string getExpected() const;
@@ -209,6 +212,13 @@ std::string getPassOptionUsage(DescribeOptions<OptionsT> Describe) {
   return Describe(O).getUsage();
 }
 
+/// "key=value,..." of the defaults, for -print-passes.
+template <typename OptionsT>
+std::string getPassOptionDefaults(DescribeOptions<OptionsT> Describe) {
+  OptionsT O;
+  return Describe(O).getDefaults();
+}
+
 template <typename IntT>
 OptionTable &OptionTable::integer(llvm::StringRef Key, IntT &Value, IntT Min,
                                   IntT Max, llvm::StringRef Meta) {
@@ -223,7 +233,11 @@ OptionTable &OptionTable::integer(llvm::StringRef Key, IntT &Value, IntT Min,
         Value = IntT(N);
         return llvm::Error::success();
       },
-      [&Value] { return std::vector<std::string>{std::to_string(Value)}; });
+      // A value below Min is the unset default ("no limit"): it has no text.
+      [&Value, Min] {
+        return Value < Min ? std::vector<std::string>()
+                           : std::vector<std::string>{std::to_string(Value)};
+      });
 }
 
 template <typename E>
