@@ -13,6 +13,10 @@
 /// returned, so the result is never slower than its seed. docs/placers.md
 /// states the neighbourhood and the schedule.
 ///
+/// With curve=FILE the search records a point per scored placement (the
+/// place pass writes them, as for the learned placers); on a terminal it
+/// says how far it got at most once a second.
+///
 //===----------------------------------------------------------------------===//
 
 #include "Placers.h"
@@ -20,10 +24,12 @@
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <random>
 
 using namespace llvm;
@@ -159,6 +165,32 @@ static std::vector<uint32_t> spreadByMemory(const PlacementProblem &P) {
   return Placement;
 }
 
+/// Where the search records its curve: only when a file asks for it (a
+/// point per scored placement is many points).
+static std::vector<CurvePoint> *getCurve(const PlaceOptions &Opts) {
+  return Opts.CurveFile.empty() ? nullptr : Opts.Curve;
+}
+
+/// Where the search says how far it got: a terminal only, where a line a
+/// second helps someone waiting; a log gets nothing.
+static raw_ostream *getProgress(const PlaceOptions &Opts) {
+  return Opts.Progress && Opts.Progress->is_displayed() ? Opts.Progress
+                                                        : nullptr;
+}
+
+/// A point of the curve after \p Samples placements, the best that fits
+/// costing \p BestCost (none yet: \p Fits is false).
+static CurvePoint makeCurvePoint(uint64_t Samples, double Seconds,
+                                 double BestCost, bool Fits,
+                                 double SampleSeconds) {
+  CurvePoint Point;
+  Point.Samples = Samples;
+  Point.Seconds = Seconds;
+  Point.BestSeconds = Fits ? BestCost : std::numeric_limits<double>::infinity();
+  Point.SampleSeconds = SampleSeconds;
+  return Point;
+}
+
 namespace {
 /// The search from a seed placement: the clock and the evaluation budget,
 /// the random source, the critical units, and the best placement seen.
@@ -173,7 +205,7 @@ public:
         Seconds(Opts.Seconds > 0 ? Opts.Seconds : DefaultSeconds),
         MaxEvals(Opts.Evaluations), S(P, Seed), Cost(SeedCost), Rng(Opts.Seed),
         CriticalStamp(N, 0), Best(std::move(Seed)), BestCost(SeedCost),
-        Fits(Fits) {
+        Fits(Fits), Curve(getCurve(Opts)), Progress(getProgress(Opts)) {
     for (unsigned I = 0; I != N; ++I)
       Pos[Order[I]] = I;
   }
@@ -195,6 +227,10 @@ private:
     return To >= Dev ? To + 1 : To;
   }
   void refreshCritical();
+  /// Records the placement just scored (\p R), once the best was updated,
+  /// on the curve and the progress line.
+  void noteEvaluation(const SimResult &R);
+  void printProgress(bool Final);
   std::pair<uint32_t, uint32_t> pickMove();
   void swapUnits(uint32_t U, uint32_t To);
   void moveRun(uint32_t U, uint32_t To);
@@ -232,8 +268,36 @@ private:
   std::vector<uint32_t> Best;
   double BestCost;
   bool Fits;
+
+  std::vector<CurvePoint> *Curve;
+  llvm::raw_ostream *Progress;
+  double LastPrinted = -1;
 };
 } // namespace
+
+void AnnealSearch::noteEvaluation(const SimResult &R) {
+  if (Curve)
+    Curve->push_back(
+        makeCurvePoint(Evals, getElapsed(), BestCost, Fits, R.StepTime));
+  printProgress(/*Final=*/false);
+}
+
+void AnnealSearch::printProgress(bool Final) {
+  if (!Progress)
+    return;
+  double Now = getElapsed();
+  if (!Final && (Now < 1.0 || Now - LastPrinted < 1.0))
+    return;
+  LastPrinted = Now;
+  *Progress << formatv("{0}: {1} placements scored ({2:f0}/s), best ", Algo,
+                       Evals, Now > 0 ? double(Evals) / Now : 0.0);
+  if (Fits)
+    *Progress << formatv("{0:f2} ms", BestCost * 1e3);
+  else
+    *Progress << "none fits";
+  *Progress << formatv(", {0:f1} of {1:f1} s\n", Now, Seconds);
+  Progress->flush();
+}
 
 void AnnealSearch::refreshCritical() {
   const SimResult &R = S.simulate(/*Record=*/true);
@@ -360,12 +424,14 @@ Expected<std::vector<uint32_t>> AnnealSearch::run() {
       break;
     double Temperature = StartTemperature *
                          std::pow(EndTemperature / StartTemperature, Progress);
-    if (Stale && (Evals == 0 || Evals - LastRefresh >= RefreshEvery)) {
+    if (Stale && (Evals == 0 || Evals - LastRefresh >= RefreshEvery))
       refreshCritical();
-      continue;
-    }
-    tryStep(Temperature);
+    else
+      tryStep(Temperature);
+    noteEvaluation(S.R);
   }
+  if (LastPrinted >= 0)
+    printProgress(/*Final=*/true);
   if (!Fits)
     return makeNoFitErrorFromSim(P, Algo, Best, P.simulate(Best));
   return std::move(Best);
@@ -442,6 +508,10 @@ Expected<std::vector<uint32_t>> placeAnneal(const PlacementProblem &P,
   // left after the seeds.
   if (P.getNumUnits() == 0 || P.getNumDevices() < 2 || BestCost <= 0 ||
       Left.Seconds <= 0) {
+    // The curve is the seed alone.
+    if (std::vector<CurvePoint> *Curve = getCurve(Opts))
+      Curve->push_back(
+          makeCurvePoint(0, Seconds - Left.Seconds, BestCost, Fits, BestCost));
     if (!Fits)
       return makeNoFitErrorFromSim(P, Algo, Best, P.simulate(Best));
     return std::move(Best);

@@ -69,9 +69,10 @@ Error PlacePass::run(Graph &G, PassContext &Ctx) {
     return Units.takeError();
   if (!Opts.CurveFile.empty()) {
     if (Curve.empty())
-      return makeError((CurveFromDriver ? "-curve=" : "place{curve=}: ") +
-                       Opts.CurveFile + ": place{algo=" + Opts.Algo +
-                       "} records no search curve (the learned placers do)");
+      return makeError(
+          (CurveFromDriver ? "-curve=" : "place{curve=}: ") + Opts.CurveFile +
+          ": place{algo=" + Opts.Algo +
+          "} records no search curve (anneal and the learned placers do)");
     if (Error E = writeFileAtomically(
             Opts.CurveFile, [&](raw_ostream &OS) { writeCurveCSV(OS, Curve); }))
       return E;
