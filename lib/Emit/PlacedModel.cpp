@@ -178,10 +178,33 @@ static std::string makePredictedJSON(const PlacedStep &S,
   return OS.str();
 }
 
+/// Gives the symbolic or unknown dimensions of \p List the sizes the
+/// placed graph \p G bound them to (import-onnx's batch= and dims=): the
+/// placed model is timed, run and checked at the shapes it was placed at.
+static void bindDims(
+    google::protobuf::RepeatedPtrField<onnx::ValueInfoProto> &List,
+    const Graph &G) {
+  for (onnx::ValueInfoProto &VI : List) {
+    TensorId T = G.lookupTensor(VI.name());
+    if (T == NoId || !VI.type().has_tensor_type() ||
+        !VI.type().tensor_type().has_shape())
+      continue;
+    ArrayRef<int64_t> Dims = G.getTensor(T).Type.Dims;
+    auto *Shape = VI.mutable_type()->mutable_tensor_type()->mutable_shape();
+    if (size_t(Shape->dim_size()) != Dims.size())
+      continue;
+    for (int I = 0, E = Shape->dim_size(); I != E; ++I)
+      if (!Shape->dim(I).has_dim_value() && Dims[I] >= 0)
+        Shape->mutable_dim(I)->set_dim_value(Dims[I]);
+  }
+}
+
 std::unique_ptr<onnx::ModelProto>
 PlacedModel::makePlacedModel(const ModelSegments &Segs,
                              const StepSchedule &Schedule) const {
   auto Out = std::make_unique<onnx::ModelProto>(*Model);
+  bindDims(*Out->mutable_graph()->mutable_input(), *S->G);
+  bindDims(*Out->mutable_graph()->mutable_output(), *S->G);
   setMetadata(*Out, ONNXPlacementKey,
               makePlacementJSON(*this, *S->C, [](unsigned) { return true; }));
   setMetadata(*Out, ClusterKey, S->C->getName());
@@ -342,8 +365,21 @@ private:
   void add(const onnx::GraphProto &OG) {
     for (const auto *List : {&OG.input(), &OG.output(), &OG.value_info()})
       for (const onnx::ValueInfoProto &VI : *List)
-        if (VI.has_type() && !Types.count(VI.name()))
+        if (isComplete(VI) && !Types.count(VI.name()))
           Types[VI.name()] = &VI.type();
+  }
+
+  /// Whether \p VI's type can declare a segment's input or output: a
+  /// tensor type needs its element type and shape (torch's exports
+  /// declare some tensors without a shape, which the checker refuses on
+  /// a graph's inputs and outputs); other types are taken as they are.
+  static bool isComplete(const onnx::ValueInfoProto &VI) {
+    if (!VI.has_type())
+      return false;
+    if (!VI.type().has_tensor_type())
+      return true;
+    const onnx::TypeProto_Tensor &T = VI.type().tensor_type();
+    return T.has_shape() && T.elem_type() != 0;
   }
 
   const onnx::ModelProto &M;

@@ -151,3 +151,69 @@ def test_profile_names_forward_and_backward(tmp_path, two_cpus):
                     if e.get("name") == "loss" and e.get("ph") == "X")
     assert len(losses) == 3, losses
     assert all(a[1] <= b[0] for a, b in zip(losses, losses[1:])), losses
+
+
+def test_placed_model_keeps_the_shapes_it_was_placed_at(tmp_path, two_cpus):
+    """A model exported with a symbolic batch, imported at batch=4: the
+    placed model declares the batch dp placed it at (ONNX's checker and
+    shape inference accept it), so the runtime times it without
+    --inputs."""
+    import onnx
+    from conftest import MLP
+    torch.onnx.export(MLP(), (torch.randn(2, 16),), str(tmp_path / "m.onnx"),
+                      opset_version=14, input_names=["x"],
+                      output_names=["y"],
+                      dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}})
+    src = onnx.load(str(tmp_path / "m.onnx"))
+    assert src.graph.input[0].type.tensor_type.shape.dim[0].dim_param
+    subprocess.run([dp_opt(), "-passes=import-onnx{batch=4},cost-annotate,"
+                    "place{algo=single,device=cpu:0},"
+                    "emit{format=onnx+split,out=%s/placed}" % tmp_path,
+                    "-cluster=" + two_cpus, "-disable-output",
+                    str(tmp_path / "m.onnx")],
+                   check=True, capture_output=True, timeout=300)
+    placed = onnx.load(str(tmp_path / "placed.placed.onnx"))
+    dims = lambda vi: [d.dim_value if d.HasField("dim_value") else None
+                       for d in vi.type.tensor_type.shape.dim]
+    assert dims(placed.graph.input[0]) == [4, 16]
+    assert dims(placed.graph.output[0])[0] == 4
+    onnx.checker.check_model(placed, full_check=True)
+    run_runtime(["run", "placed.placed.onnx", "--steps", "1", "--warmup",
+                 "0"], tmp_path)
+
+
+def test_split_declares_shapes_the_export_left_out(tmp_path, two_cpus):
+    """torch's exports declare some tensors with a type but no shape; one
+    that crosses segments becomes a segment's input and output, which
+    ONNX's checker refuses without a shape: emit declares the shape the
+    placed graph has for it."""
+    import onnx
+    from onnx import TensorProto, helper
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["a"], name="relu"),
+         helper.make_node("Neg", ["a"], ["y"], name="neg")], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])],
+        value_info=[helper.make_tensor_value_info("a", TensorProto.FLOAT,
+                                                  None)])
+    model = helper.make_model(graph,
+                              opset_imports=[helper.make_opsetid("", 14)])
+    assert not model.graph.value_info[0].type.tensor_type.HasField("shape")
+    onnx.save(model, str(tmp_path / "m.onnx"))
+    (tmp_path / "p.json").write_text(json.dumps(
+        {"placement": {"relu": "cpu:0", "neg": "cpu:1"}}))
+    subprocess.run([dp_opt(), "-passes=import-onnx,cost-annotate,"
+                    "place{algo=given,file=%s/p.json},"
+                    "emit{format=split,out=%s/placed}" % (tmp_path, tmp_path),
+                    "-cluster=" + two_cpus, "-disable-output",
+                    str(tmp_path / "m.onnx")],
+                   check=True, capture_output=True, timeout=300)
+    parts = ["placed.cpu_0.0.onnx", "placed.cpu_1.0.onnx"]
+    for part in parts:
+        seg = onnx.load(str(tmp_path / part))
+        onnx.checker.check_model(seg, full_check=True)
+        declared = [vi for vi in list(seg.graph.input) +
+                    list(seg.graph.output) if vi.name == "a"]
+        assert declared, part
+        assert [d.dim_value for d in
+                declared[0].type.tensor_type.shape.dim] == [2, 3]
