@@ -181,9 +181,9 @@ static std::string makePredictedJSON(const PlacedStep &S,
 /// Gives the symbolic or unknown dimensions of \p List the sizes the
 /// placed graph \p G bound them to (import-onnx's batch= and dims=): the
 /// placed model is timed, run and checked at the shapes it was placed at.
-static void bindDims(
-    google::protobuf::RepeatedPtrField<onnx::ValueInfoProto> &List,
-    const Graph &G) {
+static void
+bindDims(google::protobuf::RepeatedPtrField<onnx::ValueInfoProto> &List,
+         const Graph &G) {
   for (onnx::ValueInfoProto &VI : List) {
     TensorId T = G.lookupTensor(VI.name());
     if (T == NoId || !VI.type().has_tensor_type() ||
