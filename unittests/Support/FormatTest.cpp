@@ -66,4 +66,14 @@ TEST(FormatTest, Bytes) {
   EXPECT_EQ(formatBytes(1536ull << 20), "1.5 GiB");
 }
 
+TEST(FormatTest, WrapTextBreaksAfterSpacesAndCommas) {
+  EXPECT_EQ(wrapText("one two three", 2, 8), "  one\n  two\n  three");
+  EXPECT_EQ(wrapText("one two three", 2, 9), "  one two\n  three");
+  EXPECT_EQ(wrapText("a=1,b=2,c=3", 0, 8), "a=1,b=2,\nc=3");
+  EXPECT_EQ(wrapText("fits on one line", 4, 80), "    fits on one line");
+  // A word longer than a line stays whole, on a line of its own.
+  EXPECT_EQ(wrapText("x abcdefghij y", 0, 5), "x\nabcdefghij\ny");
+  EXPECT_EQ(wrapText("", 2, 10), "");
+}
+
 } // namespace

@@ -135,6 +135,17 @@ TEST(OptionsTest, UsageListsEveryOption) {
                                     "seconds=S,paint=red|green,tag=NAME");
 }
 
+TEST(OptionsTest, DefaultsListOptionsThatHaveOne) {
+  // file= and tag= are unset by default: no default to show.
+  Settings S;
+  EXPECT_EQ(getPassOptionDefaults<Settings>(describe),
+            "fast=false,count=4,seconds=1.0,paint=red");
+  // A number below its minimum, or one its check refuses, is "unset".
+  S.Count = 0;
+  S.Seconds = 0;
+  EXPECT_EQ(describe(S).getDefaults(), "fast=false,paint=red");
+}
+
 TEST(OptionsTest, OtherKeysGoToTheirHandler) {
   std::vector<std::string> Seen;
   OptionTable T("pass");
