@@ -1258,6 +1258,8 @@ static std::string describeNonStatic(const onnx::TypeProto *TP) {
     return "the tensor has no known element type";
   if (!TT.has_shape())
     return "no shape was inferred for this tensor";
+  // The symbolic dimensions, all of them: the user sets them in one go.
+  SmallVector<std::pair<int, StringRef>, 4> Symbolic;
   for (int I = 0, E = TT.shape().dim_size(); I != E; ++I) {
     const auto &D = TT.shape().dim(I);
     if (D.has_dim_value() && D.dim_value() >= 0)
@@ -1271,14 +1273,31 @@ static std::string describeNonStatic(const onnx::TypeProto *TP) {
       return "dimension " + std::to_string(I) +
              " depends on tensor values that are only known when the model "
              "runs";
-    if (D.has_dim_param())
-      return "dimension " + std::to_string(I) + " is symbolic ('" +
-             D.dim_param() + "'); set it with import-onnx{dim=" +
-             D.dim_param() + ":N} or import-onnx{batch=N}";
-    return "dimension " + std::to_string(I) + " is unknown after shape "
-           "inference";
+    if (!D.has_dim_param())
+      return "dimension " + std::to_string(I) +
+             " is unknown after shape "
+             "inference";
+    Symbolic.emplace_back(I, D.dim_param());
   }
-  return "the shape is not static";
+  if (Symbolic.empty())
+    return "the shape is not static";
+  std::string Which, Options;
+  for (unsigned K = 0, N = Symbolic.size(); K != N; ++K) {
+    Which += (K ? (K + 1 == N ? " and " : ", ") : "") +
+             ("dimension " + Twine(Symbolic[K].first) + " ('" +
+              Symbolic[K].second + "')")
+                 .str();
+    Options += (K ? "," : "") + ("dim=" + Symbolic[K].second + ":N").str();
+  }
+  // batch= sets dimension 0 only: offered for it alone.
+  bool Batch = Symbolic.front().first == 0;
+  return Which + (Symbolic.size() > 1 ? " are" : " is") + " symbolic; set " +
+         (Symbolic.size() > 1 ? "them" : "it") + " with import-onnx{" +
+         Options + "}" +
+         (Batch ? Symbolic.size() > 1
+                      ? " (batch=N sets dimension 0 of every input)"
+                      : " or import-onnx{batch=N}"
+                : "");
 }
 
 bool ONNXImporter::getStaticType(const ValueTypes &Types, StringRef Node,
