@@ -319,7 +319,7 @@ public:
         S(PlacedStep::build(G, Sim)), E(Opts, std::move(Prefix)),
         Dot(std::move(Dot)) {
     if (const PlacementSearch *Search = Ctx.Analyses.get<PlacementSearch>())
-      S.SearchSeconds = Search->Seconds;
+      S.Search = *Search;
   }
 
   /// Reads and maps the user's model and computes the device map, before

@@ -98,7 +98,8 @@ void writePlacementJSON(raw_ostream &OS, const PlacedStep &S) {
         J.value(W);
     });
     J.attributeBegin("summary");
-    writeSummary(J, G, C, S.Result, S.Bounds, S.SearchSeconds);
+    writeSummary(J, G, C, S.Result, S.Bounds,
+                 S.Search ? S.Search.getPointer() : nullptr);
     J.attributeEnd();
   });
   OS << '\n';

@@ -205,7 +205,8 @@ public:
         Seconds(Opts.Seconds > 0 ? Opts.Seconds : DefaultSeconds),
         MaxEvals(Opts.Evaluations), S(P, Seed), Cost(SeedCost), Rng(Opts.Seed),
         CriticalStamp(N, 0), Best(std::move(Seed)), BestCost(SeedCost),
-        Fits(Fits), Curve(getCurve(Opts)), Progress(getProgress(Opts)) {
+        Fits(Fits), Curve(getCurve(Opts)), Scored(Opts.Scored),
+        Progress(getProgress(Opts)) {
     for (unsigned I = 0; I != N; ++I)
       Pos[Order[I]] = I;
   }
@@ -270,12 +271,15 @@ private:
   bool Fits;
 
   std::vector<CurvePoint> *Curve;
+  uint64_t *Scored;
   llvm::raw_ostream *Progress;
   double LastPrinted = -1;
 };
 } // namespace
 
 void AnnealSearch::noteEvaluation(const SimResult &R) {
+  if (Scored)
+    *Scored = Evals;
   if (Curve)
     Curve->push_back(
         makeCurvePoint(Evals, getElapsed(), BestCost, Fits, R.StepTime));

@@ -64,6 +64,8 @@ Error PlacePass::run(Graph &G, PassContext &Ctx) {
   Run.Progress = Ctx.Progress;
   std::vector<CurvePoint> Curve;
   Run.Curve = &Curve;
+  uint64_t Scored = 0;
+  Run.Scored = &Scored;
   Expected<std::vector<uint32_t>> Units = Placer->Run(*P, Run);
   if (!Units)
     return Units.takeError();
@@ -79,9 +81,11 @@ Error PlacePass::run(Graph &G, PassContext &Ctx) {
   }
   assert(Units->size() == P->getNumUnits() && "a device per unit");
   std::vector<uint32_t> Placement = P->expand(*Units);
+  // anneal counts what it scored; a learned placer's curve does.
   Ctx.Analyses.set(PlacementSearch{
       std::chrono::duration<double>(std::chrono::steady_clock::now() - Start)
-          .count()});
+          .count(),
+      std::max<uint64_t>(Scored, Curve.empty() ? 0 : Curve.back().Samples)});
   for (OpId O = 0, E = G.getNumOps(); O != E; ++O)
     ann::set(G.getOp(O), ann::Device,
              StringRef(C.getDevices()[Placement[O]].Name));

@@ -169,16 +169,16 @@ void printSimulationReport(raw_ostream &OS, const Graph &G, const Cluster &C,
 
 void writeSummaryJSON(raw_ostream &OS, const Graph &G, const Cluster &C,
                       const SimResult &R, const LowerBounds &LB,
-                      Optional<double> SearchSeconds) {
+                      const PlacementSearch *Search) {
   json::OStream J(OS, 2);
-  writeSummary(J, G, C, R, LB, SearchSeconds);
+  writeSummary(J, G, C, R, LB, Search);
   J.flush();
   OS << '\n';
 }
 
 void writeSummary(json::OStream &J, const Graph &G, const Cluster &C,
                   const SimResult &R, const LowerBounds &LB,
-                  Optional<double> SearchSeconds) {
+                  const PlacementSearch *Search) {
   J.object([&] {
     J.attribute("model", G.getName());
     J.attribute("cluster", C.getName());
@@ -215,10 +215,14 @@ void writeSummary(json::OStream &J, const Graph &G, const Cluster &C,
         });
       }
     });
-    if (SearchSeconds)
-      J.attribute("search_seconds", *SearchSeconds);
+    if (Search)
+      J.attribute("search_seconds", Search->Seconds);
     else
       J.attribute("search_seconds", nullptr);
+    if (Search && Search->Scored)
+      J.attribute("placements_scored", int64_t(Search->Scored));
+    else
+      J.attribute("placements_scored", nullptr);
   });
 }
 
@@ -413,9 +417,7 @@ Error SimulatePass::run(Graph &G, PassContext &Ctx) {
     LB.SegmentCount = Info.Segments;
     LB.SegmentsExact = Info.Exact;
   }
-  Optional<double> SearchSeconds;
-  if (const PlacementSearch *Search = Ctx.Analyses.get<PlacementSearch>())
-    SearchSeconds = Search->Seconds;
+  const PlacementSearch *Search = Ctx.Analyses.get<PlacementSearch>();
 
   AttributeList &GA = G.getAnnotations();
   GA.set("step_time_s", Attribute::getFloat(R.StepTime));
@@ -425,7 +427,7 @@ Error SimulatePass::run(Graph &G, PassContext &Ctx) {
     printSimulationReport(*Ctx.Report, G, C, R, LB);
   if (!Opts.Summary.empty())
     if (Error E = writeFileAtomically(Opts.Summary, [&](raw_ostream &OS) {
-          writeSummaryJSON(OS, G, C, R, LB, SearchSeconds);
+          writeSummaryJSON(OS, G, C, R, LB, Search);
         }))
       return E;
   if (!Opts.Trace.empty())

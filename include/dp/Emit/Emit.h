@@ -55,8 +55,8 @@ struct PlacedStep {
   SimResult Result;
   LowerBounds Bounds;
   SingleDeviceBaseline Baseline;
-  /// The placer's search time when this run placed the graph.
-  llvm::Optional<double> SearchSeconds;
+  /// The placer's search when this run placed the graph.
+  llvm::Optional<PlacementSearch> Search;
   /// For every op, the name of the node of the user's model it comes from,
   /// or "" (see the file comment). Names point into G.
   std::vector<llvm::StringRef> Origin;

@@ -121,6 +121,8 @@ struct PlaceOptions {
   llvm::raw_ostream *Progress = nullptr;
   /// Searching placers that record a search curve store it here (if set).
   std::vector<CurvePoint> *Curve = nullptr;
+  /// anneal counts the placements it scored here (if set), curve or not.
+  uint64_t *Scored = nullptr;
   /// Where the place pass writes the search curve (CSV); empty: nowhere.
   std::string CurveFile;
 

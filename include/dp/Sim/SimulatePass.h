@@ -18,6 +18,7 @@
 
 #include "dp/IR/PassManager.h"
 #include "dp/Sim/Simulator.h"
+#include "dp/Sim/StepSimulation.h"
 #include "dp/Support/Options.h"
 
 #include "llvm/Support/JSON.h"
@@ -76,16 +77,16 @@ llvm::Expected<std::vector<uint32_t>>
 readPlacementFile(const Graph &G, const Cluster &C, llvm::StringRef Path);
 
 /// Writes the JSON summary of a simulated step (docs/simulator.md).
-/// \p SearchSeconds is the placement's search time when this run placed
-/// the graph (null in the JSON otherwise).
+/// \p Search is the placement's search when this run placed the graph
+/// (its seconds and the placements it scored; null in the JSON otherwise).
 void writeSummaryJSON(llvm::raw_ostream &OS, const Graph &G, const Cluster &C,
                       const SimResult &R, const LowerBounds &LB,
-                      llvm::Optional<double> SearchSeconds);
+                      const PlacementSearch *Search);
 /// Writes the same summary as one JSON object value into \p J, so that
 /// other outputs can embed it.
 void writeSummary(llvm::json::OStream &J, const Graph &G, const Cluster &C,
                   const SimResult &R, const LowerBounds &LB,
-                  llvm::Optional<double> SearchSeconds);
+                  const PlacementSearch *Search);
 
 /// Writes a Chrome trace (chrome://tracing, Perfetto): one track per
 /// device and one per link direction.

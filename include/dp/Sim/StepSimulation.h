@@ -26,11 +26,14 @@
 
 namespace dp {
 
-/// Seconds the last placer of the run searched. Wall time stays out of the
-/// IR, so that the IR depends only on the input and the seed.
+/// Seconds the last placer of the run searched, and how many placements
+/// it scored (0: a placer that does not search, or does not say). Wall
+/// time stays out of the IR, so that the IR depends only on the input and
+/// the seed.
 struct PlacementSearch {
   static constexpr llvm::StringLiteral AnalysisKey = "placement-search";
   double Seconds = 0;
+  uint64_t Scored = 0;
 };
 
 /// One step of the placed graph (every op has a `device`), simulated on a
