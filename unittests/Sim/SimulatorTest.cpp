@@ -296,12 +296,19 @@ Cluster makeSharedCluster() {
       Plain.getSwitches().vec(), Plain.getLinks().vec(), {Grp}));
 }
 
-TEST(SimulatorTest, SharedDevicesSlowEachOtherWhileBothAreBusy) {
-  GraphBuilder B;
-  OpId A = B.op("a", 2, {B.input("x", 1)}, {1});
-  OpId Bo = B.op("b", 1, {B.input("y", 1)}, {1});
+/// Two independent ops, a (\p TimeA s) and b (\p TimeB s), each reading
+/// an input of its own and making a graph output.
+void addFork(GraphBuilder &B, double TimeA, double TimeB, OpId &A, OpId &Bo) {
+  A = B.op("a", TimeA, {B.input("x", 1)}, {1});
+  Bo = B.op("b", TimeB, {B.input("y", 1)}, {1});
   B.G.addOutput(B.result(A));
   B.G.addOutput(B.result(Bo));
+}
+
+TEST(SimulatorTest, SharedDevicesSlowEachOtherWhileBothAreBusy) {
+  GraphBuilder B;
+  OpId A, Bo;
+  addFork(B, 2, 1, A, Bo);
   Cluster C = makeSharedCluster();
   SimRun Shared;
   Shared.simulate(B.G, C, {0, 1});
@@ -325,10 +332,8 @@ TEST(SimulatorTest, AnOpsSharedTimeIsItsRateUnderContention) {
   // time, keeps the group's 0.5. b's 1 s of work ends at t = 2; a has
   // done 1.6 s of its 2 by then and does the rest alone.
   GraphBuilder B;
-  OpId A = B.op("a", 2, {B.input("x", 1)}, {1});
-  OpId Bo = B.op("b", 1, {B.input("y", 1)}, {1});
-  B.G.addOutput(B.result(A));
-  B.G.addOutput(B.result(Bo));
+  OpId A, Bo;
+  addFork(B, 2, 1, A, Bo);
   B.G.getOp(A).Annotations.set("time_shared.t", Attribute::getFloat(2.5));
   Cluster C = makeSharedCluster();
   SimRun Shared;
@@ -353,10 +358,8 @@ TEST(SimulatorTest, BoundsHoldForOpsThatLoseLessThanTheirGroup) {
   // measured unslowed under contention: together they take 1 s, which
   // the group's capacity alone (one device's worth) would bound at 2 s.
   GraphBuilder B;
-  OpId A = B.op("a", 1, {B.input("x", 1)}, {1});
-  OpId Bo = B.op("b", 1, {B.input("y", 1)}, {1});
-  B.G.addOutput(B.result(A));
-  B.G.addOutput(B.result(Bo));
+  OpId A, Bo;
+  addFork(B, 1, 1, A, Bo);
   for (OpId O : {A, Bo})
     B.G.getOp(O).Annotations.set("time_shared.t", Attribute::getFloat(1));
   Cluster C = makeSharedCluster();
