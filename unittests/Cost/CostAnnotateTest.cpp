@@ -200,7 +200,8 @@ TEST(CostAnnotateTest, ParseAndPrintOptions) {
   EXPECT_EQ(ErrorOf({{"speed", "fast"}}),
             "cost-annotate: unknown option 'speed' (expected "
             "source=roofline|onednn, profile=FILE[:FILE...], "
-            "profile-device=TYPE, profile-stat=median|min|mean, runs=N, "
+            "shared-profile=FILE[:FILE...], profile-device=TYPE, "
+            "profile-stat=median|min|mean, runs=N, "
             "cache=DIR or measure-limit=SECONDS)");
 }
 
