@@ -335,12 +335,17 @@ private:
     return Error::success();
   }
 
+  /// The error for a second metadata event \p Name at \p Path, the first
+  /// being at \p First: each may appear once per trace.
+  Error secondEvent(StringRef Name, StringRef First, const std::string &Path) {
+    return error(Path, "a second \"" + Name + "\" event (the first is at " +
+                           First + ")");
+  }
+
   /// Reads the "args" of the runtime's overhead event \p Event at \p Path.
   Error readOverhead(const json::Object &Event, const std::string &Path) {
     if (Overhead)
-      return error(Path, "a second \"" + OverheadEventName +
-                             "\" event (the first is at " + Overhead->Path +
-                             ")");
+      return secondEvent(OverheadEventName, Overhead->Path, Path);
     const json::Object *Args = Event.getObject("args");
     if (!Args)
       return error(Path + ".args", "expected an object with the numbers "
@@ -363,8 +368,7 @@ private:
   /// Reads the "args" of the runtime's dispatch event \p Event at \p Path.
   Error readDispatch(const json::Object &Event, const std::string &Path) {
     if (!DispatchPath.empty())
-      return error(Path, "a second \"" + DispatchEventName +
-                             "\" event (the first is at " + DispatchPath + ")");
+      return secondEvent(DispatchEventName, DispatchPath, Path);
     const json::Object *Args = Event.getObject("args");
     const json::Value *V = Args ? Args->get("node_us") : nullptr;
     Optional<double> Micros = V ? V->getAsNumber() : None;
