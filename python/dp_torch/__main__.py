@@ -15,7 +15,8 @@ import warnings
 import numpy as np
 import torch
 
-from .allocator import keep_freed_memory
+from .allocator import (NO_HUGE_PAGES, exec_with_huge_pages, huge_page_bytes,
+                        huge_pages_requested, keep_freed_memory)
 from .graph import PlacedGraph, RuntimeError_
 from .module import (Optimizer, PlacedModule, as_tensor, check_device_map,
                      loss_of, make_inputs, parse_device_map, set_threads,
@@ -86,6 +87,11 @@ def make_parser():
                    "output)")
     h.add_argument("--rounds", type=int, default=20,
                    help="ping-pongs per message size")
+    for q in (r, h):
+        q.add_argument(NO_HUGE_PAGES, action="store_true",
+                       help="keep the heap on 4 KiB pages (by default it is "
+                       "on transparent huge pages where glibc and the "
+                       "kernel allow: docs/runtime.md)")
     return p
 
 
@@ -409,6 +415,10 @@ def _report(args, graph, ranks, times, devices, sent, loss):
         "missing_weights": len(graph.missing_weights),
         "predicted": _predicted(graph, times, devices),
         "torch": torch.__version__,
+        # Whether this process's heap was on huge pages, and how much of
+        # its memory was (allocator.py).
+        "huge_pages": huge_pages_requested(),
+        "huge_page_bytes": huge_page_bytes(),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(
             timespec="seconds"),
     }
@@ -585,4 +595,5 @@ def _run_rank_steps(args, graph, runner, rank, world, dist, memory):
 
 
 if __name__ == "__main__":
+    exec_with_huge_pages(sys.argv[1:])
     sys.exit(main())

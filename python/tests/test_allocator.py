@@ -63,25 +63,45 @@ def _glibc_with_mallinfo2():
     return hasattr(ctypes.CDLL(None), "mallinfo2")
 
 
-@pytest.mark.skipif(not _glibc_with_mallinfo2(),
-                    reason="needs glibc 2.33 or later (mallinfo2)")
-def test_runtime_process_keeps_freed_memory(tmp_path):
-    """After a run of the runtime, its process takes a big block from its
-    heap, not from a mapping of its own, and freeing it leaves the heap
-    as large as it was."""
-    export(MLP(), (torch.randn(8, 16),), str(tmp_path / "mlp.onnx"), ["x"],
-           ["y"])
-    place_by_hand(str(tmp_path / "mlp.onnx"), str(tmp_path / "p.onnx"),
-                  lambda i, n: "cpu:0")
+def _runtime_env():
+    """This test's environment for a runtime process, with none of glibc's
+    malloc settings of its own."""
     env = dict(os.environ)
     env["PYTHONPATH"] = PYTHON_DIR + os.pathsep + env.get("PYTHONPATH", "")
     env.setdefault("OMP_NUM_THREADS", "1")
     for name in ("MALLOC_MMAP_MAX_", "MALLOC_TRIM_THRESHOLD_",
-                 "MALLOC_MMAP_THRESHOLD_", "GLIBC_TUNABLES"):
+                 "MALLOC_MMAP_THRESHOLD_", "GLIBC_TUNABLES",
+                 allocator.TORCH_THP):
         env.pop(name, None)
+    return env
+
+
+def _placed_mlp(tmp_path, devices=1):
+    export(MLP(), (torch.randn(8, 16),), str(tmp_path / "mlp.onnx"), ["x"],
+           ["y"])
+    place_by_hand(str(tmp_path / "mlp.onnx"), str(tmp_path / "p.onnx"),
+                  lambda i, n: "cpu:%d" % (i % devices))
+
+
+@pytest.mark.skipif(not _glibc_with_mallinfo2(),
+                    reason="needs glibc 2.33 or later (mallinfo2)")
+@pytest.mark.parametrize("pages", ["4k", "huge"])
+def test_runtime_process_keeps_freed_memory(tmp_path, pages):
+    """After a run of the runtime, its process takes a big block from its
+    heap, not from a mapping of its own, and freeing it leaves the heap
+    as large as it was: on 4 KiB pages (--no-huge-pages) and with the
+    environment the runtime starts itself in for huge pages (the probe
+    runs in this process, which must not start afresh)."""
+    _placed_mlp(tmp_path)
+    env = _runtime_env()
+    args = ["run", "p.onnx", "--train", "--steps", "1", "--warmup", "0",
+            "--threads", "1"]
+    if pages == "4k":
+        args.append(allocator.NO_HUGE_PAGES)
+    else:
+        env["GLIBC_TUNABLES"] = allocator.HUGETLB_TUNABLE + "=1"
     proc = subprocess.run(
-        [sys.executable, "-c", CHILD, "run", "p.onnx", "--train", "--steps",
-         "1", "--warmup", "0", "--threads", "1"], cwd=str(tmp_path),
+        [sys.executable, "-c", CHILD] + args, cwd=str(tmp_path),
         env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT)
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -149,3 +169,105 @@ def test_mallopt_is_called_with_the_settings(monkeypatch):
     monkeypatch.setattr(allocator.ctypes, "CDLL", Libc)
     assert allocator.keep_freed_memory() is False
     assert calls == list(allocator.SETTINGS)
+
+
+def test_huge_page_env_adds_the_tunable_and_keeps_the_others():
+    """glibc.malloc.hugetlb=1 joins the tunables already set, torch's
+    switch is set unless the user set it, and the given environment is
+    left as it was."""
+    given = {"GLIBC_TUNABLES": "glibc.malloc.tcache_count=0", "X": "1"}
+    env = allocator.huge_page_env(given, glibc=(2, 36), mode="madvise")
+    assert env["GLIBC_TUNABLES"] == \
+        "glibc.malloc.tcache_count=0:glibc.malloc.hugetlb=1"
+    assert env["THP_MEM_ALLOC_ENABLE"] == "1"
+    assert env["X"] == "1"
+    assert given == {"GLIBC_TUNABLES": "glibc.malloc.tcache_count=0",
+                     "X": "1"}
+    env = allocator.huge_page_env({"THP_MEM_ALLOC_ENABLE": "0"},
+                                  glibc=(2, 35), mode="always")
+    assert env["GLIBC_TUNABLES"] == "glibc.malloc.hugetlb=1"
+    assert env["THP_MEM_ALLOC_ENABLE"] == "0"
+
+
+@pytest.mark.parametrize("glibc, mode, tunables", [
+    ((2, 34), "madvise", ""),                 # glibc without the tunable
+    (None, "madvise", ""),                    # another C library
+    ((2, 36), "never", ""),                   # the kernel gives none
+    ((2, 36), None, ""),                      # a kernel without THP
+    ((2, 36), "madvise", "glibc.malloc.hugetlb=0"),   # the user's choice
+    ((2, 36), "always", "glibc.malloc.hugetlb=1"),    # already started so
+])
+def test_huge_page_env_changes_nothing(monkeypatch, glibc, mode, tunables):
+    """Where the environment would change nothing, there is none, and
+    exec_with_huge_pages returns instead of starting afresh."""
+    monkeypatch.setattr(allocator, "_glibc_version", lambda: glibc)
+    monkeypatch.setattr(allocator, "thp_mode", lambda: mode)
+    if tunables:
+        monkeypatch.setenv("GLIBC_TUNABLES", tunables)
+    else:
+        monkeypatch.delenv("GLIBC_TUNABLES", raising=False)
+    assert allocator.huge_page_env(dict(os.environ)) is None
+
+    def must_not_exec(*args):
+        raise AssertionError("started afresh")
+
+    monkeypatch.setattr(allocator.os, "execve", must_not_exec)
+    allocator.exec_with_huge_pages(["run", "m.onnx"])
+
+
+def test_no_huge_pages_option_keeps_the_process(monkeypatch):
+    """--no-huge-pages: no fresh start, whatever the machine allows."""
+    monkeypatch.setattr(allocator, "_glibc_version", lambda: (2, 36))
+    monkeypatch.setattr(allocator, "thp_mode", lambda: "madvise")
+    monkeypatch.delenv("GLIBC_TUNABLES", raising=False)
+
+    def must_not_exec(*args):
+        raise AssertionError("started afresh")
+
+    monkeypatch.setattr(allocator.os, "execve", must_not_exec)
+    allocator.exec_with_huge_pages(["run", "m.onnx",
+                                    allocator.NO_HUGE_PAGES])
+
+
+def test_thp_mode_reads_the_bracketed_word(tmp_path):
+    path = tmp_path / "enabled"
+    path.write_text("always [madvise] never\n")
+    assert allocator.thp_mode(str(path)) == "madvise"
+    path.write_text("[always] madvise never\n")
+    assert allocator.thp_mode(str(path)) == "always"
+    assert allocator.thp_mode(str(tmp_path / "missing")) is None
+
+
+def test_glibc_version_is_parsed(monkeypatch):
+    monkeypatch.setattr(allocator.os, "confstr", lambda name: "glibc 2.36")
+    assert allocator._glibc_version() == (2, 36)
+    monkeypatch.setattr(allocator.os, "confstr", lambda name: "glibc")
+    assert allocator._glibc_version() == (0, 0)
+    monkeypatch.setattr(allocator.os, "confstr", lambda name: "musl 1.2.4")
+    assert allocator._glibc_version() is None
+
+
+@pytest.mark.skipif(
+    allocator.huge_page_env(_runtime_env()) is None,
+    reason="glibc before 2.35 or a kernel without huge pages on request")
+@pytest.mark.parametrize("option", [[], [allocator.NO_HUGE_PAGES]])
+@pytest.mark.parametrize("ranks", [1, 2])
+def test_runtime_starts_itself_on_huge_pages(tmp_path, option, ranks):
+    """`python3 -m dp_torch run` started without the tunable runs with it
+    (its report says so), unless told --no-huge-pages; the ranks of a
+    two-rank run likewise."""
+    _placed_mlp(tmp_path, ranks)
+    report = str(tmp_path / "r.json")
+    if ranks > 1:
+        option = option + ["--nproc", str(ranks)]
+    proc = subprocess.run(
+        [sys.executable, "-m", "dp_torch", "run", "p.onnx", "--steps", "1",
+         "--warmup", "0", "--threads", "1", "--report", report] + option,
+        cwd=str(tmp_path), env=_runtime_env(), capture_output=True,
+        text=True, timeout=RUN_TIMEOUT)
+    assert proc.returncode == 0, proc.stderr
+    with open(report) as f:
+        got = json.load(f)
+    assert got["ranks"] == ranks
+    assert got["huge_pages"] is (allocator.NO_HUGE_PAGES not in option)
+    assert got["huge_page_bytes"] is None or got["huge_page_bytes"] >= 0
