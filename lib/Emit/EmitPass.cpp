@@ -9,6 +9,7 @@
 #include "dp/Emit/PlacedModel.h"
 #include "dp/Emit/Schedule.h"
 #include "dp/IR/Bytecode.h"
+#include "dp/IR/Summary.h"
 #include "dp/IR/TextFormat.h"
 #include "dp/Sim/SimulatePass.h"
 #include "dp/Sim/StepSimulation.h"
@@ -437,6 +438,15 @@ Error EmitRun::prepare() {
     Map = computeDeviceMap(S);
     S.Warnings.insert(S.Warnings.end(), Map.Warnings.begin(),
                       Map.Warnings.end());
+    std::string Folded = describeFoldedBatchNorm(*S.G);
+    if (!Folded.empty())
+      S.Warnings.push_back(
+          "device_map: " + Folded +
+          ": the export folded BatchNorm into the convolutions, so the "
+          "device_map names no BatchNorm parameter and accelerate finds "
+          "the model's missing from it; export with "
+          "training=torch.onnx.TrainingMode.PRESERVE for a map of the "
+          "model's own parameters");
   }
   return Error::success();
 }

@@ -53,6 +53,10 @@ Expected<PlacedModel> PlacedModel::build(MemoryBufferRef Buffer,
   PM.Model = std::make_unique<onnx::ModelProto>();
   if (Error E = readONNXModel(Buffer, *PM.Model))
     return std::move(E);
+  // What import-onnx dropped, the placed model drops too (its shapes then
+  // come from the placed graph: bindDims).
+  onnx::GraphProto &Source = *PM.Model->mutable_graph();
+  forgetShapesComputedFrom(Source, dropEmptyConcatInputs(Source));
   StringRef File = Buffer.getBufferIdentifier();
   PM.NodeNames = getONNXNodeNames(PM.Model->graph());
   unsigned N = PM.NodeNames.size();
@@ -179,18 +183,23 @@ static std::string makePredictedJSON(const PlacedStep &S,
 }
 
 /// Gives the symbolic or unknown dimensions of \p List the sizes the
-/// placed graph \p G bound them to (import-onnx's batch= and dims=): the
-/// placed model is timed, run and checked at the shapes it was placed at.
+/// placed graph \p G bound them to (import-onnx's batch= and dims=), and a
+/// tensor declared without a shape the graph's: the placed model is
+/// timed, run and checked at the shapes it was placed at.
 static void
 bindDims(google::protobuf::RepeatedPtrField<onnx::ValueInfoProto> &List,
          const Graph &G) {
   for (onnx::ValueInfoProto &VI : List) {
     TensorId T = G.lookupTensor(VI.name());
-    if (T == NoId || !VI.type().has_tensor_type() ||
-        !VI.type().tensor_type().has_shape())
+    if (T == NoId || !VI.type().has_tensor_type())
       continue;
     ArrayRef<int64_t> Dims = G.getTensor(T).Type.Dims;
     auto *Shape = VI.mutable_type()->mutable_tensor_type()->mutable_shape();
+    // Declared without a shape (or its shape forgotten): the graph's.
+    if (!Shape->dim_size() && !Dims.empty() &&
+        all_of(Dims, [](int64_t D) { return D >= 0; }))
+      for (int64_t D : Dims)
+        Shape->add_dim()->set_dim_value(D);
     if (size_t(Shape->dim_size()) != Dims.size())
       continue;
     for (int I = 0, E = Shape->dim_size(); I != E; ++I)

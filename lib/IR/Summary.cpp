@@ -9,6 +9,7 @@
 #include "dp/Support/Format.h"
 
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatAdapters.h"
 
@@ -79,6 +80,38 @@ Error SummaryPass::run(Graph &G, PassContext &Ctx) {
   if (Ctx.Report)
     printGraphSummary(*Ctx.Report, G);
   return Error::success();
+}
+
+std::string describeFoldedBatchNorm(const Graph &G) {
+  unsigned Convs = 0;
+  std::vector<StringRef> Folded;
+  StringSet<> Seen;
+  for (const Op &O : G.ops()) {
+    if (!O.Domain.empty())
+      continue;
+    if (O.Type == "BatchNormalization")
+      return "";
+    if (O.Type != "Conv")
+      continue;
+    ++Convs;
+    for (unsigned I = 1; I < O.Operands.size(); ++I) {
+      if (O.Operands[I] == NoId)
+        continue;
+      const Tensor &T = G.getTensor(O.Operands[I]);
+      if (T.Kind == TensorKind::Weight && T.Name.startswith("onnx::") &&
+          Seen.insert(T.Name).second)
+        Folded.push_back(T.Name);
+    }
+  }
+  if (Folded.empty())
+    return "";
+  std::string Out;
+  raw_string_ostream OS(Out);
+  OS << Folded.size() << " Conv weights and biases (of " << Convs
+     << " Convs) are the exporter's constants ('" << Folded.front() << "'"
+     << (Folded.size() > 1 ? ", ..." : "")
+     << ") and no BatchNormalization is left";
+  return OS.str();
 }
 
 } // namespace dp

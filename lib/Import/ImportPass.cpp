@@ -25,9 +25,13 @@ Error ImportONNXPass::run(Graph &G, PassContext &Ctx) {
   if (!G.empty() || isBytecode(Bytes) || looksLikeGraphText(Bytes))
     return makeError("import-onnx needs an ONNX model as input, but the "
                      "input is already dp IR");
-  Expected<Graph> Imported = importONNX(Ctx.Input, Opts, Ctx.Timers);
+  std::vector<std::string> Notes;
+  Expected<Graph> Imported = importONNX(Ctx.Input, Opts, Ctx.Timers, &Notes);
   if (!Imported)
     return Imported.takeError();
+  if (Ctx.Report)
+    for (const std::string &Note : Notes)
+      *Ctx.Report << name() << ": note: " << Note << '\n';
   G = std::move(*Imported);
   return Error::success();
 }

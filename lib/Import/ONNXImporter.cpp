@@ -267,6 +267,9 @@ public:
   /// Whether run() decided Ifs that this import did not inline: the model
   /// must be imported again with them inlined.
   bool needsRestart() const { return Restart; }
+  /// What run() changed in the model that the user should know of, one
+  /// line each ("node 'X': ...").
+  std::vector<std::string> takeNotes() { return std::move(Notes); }
 
 private:
   Error checkHeader();
@@ -294,6 +297,14 @@ private:
   void setNamedDims(onnx::NodeProto &N);
   /// Gives every node of the main graph a unique name (getONNXNodeNames).
   void computeNodeNames();
+  /// Drops the empty 1-D constants among a Concat's inputs, with a note;
+  /// records the Concats' results in ShortenedConcats.
+  void dropEmptyConcatInputs();
+  /// Forgets the declared shapes of the tensors computed from
+  /// ShortenedConcats (an exporter that kept the empty input may have
+  /// counted it), to be inferred anew; a graph output's, with a note. Runs
+  /// after the checker, which wants every graph output's shape.
+  void forgetStaleShapes();
   /// Inlines the decided Ifs and expands the ops added after opset 17,
   /// naming the new nodes and recording where they come from.
   void rewriteNodes();
@@ -370,6 +381,8 @@ private:
   /// The branches the Ifs of earlier imports of this model take.
   BranchDecisions &Decided;
   bool Restart = false;
+  std::vector<std::string> Notes;
+  std::vector<std::string> ShortenedConcats;
   std::vector<std::unique_ptr<Timer>> PhaseTimers;
   /// The working copy of the model, in an arena: parsing allocates little
   /// and freeing it is one step.
@@ -811,6 +824,10 @@ void ONNXImporter::computeNodeNames() {
   }
 }
 
+void ONNXImporter::dropEmptyConcatInputs() {
+  ShortenedConcats = dp::dropEmptyConcatInputs(*Model->mutable_graph(), &Notes);
+}
+
 void ONNXImporter::rewriteNodes() {
   onnx::GraphProto &G = *Model->mutable_graph();
   NodeOrigins.assign(G.node_size(), "");
@@ -1120,6 +1137,25 @@ Error ONNXImporter::runChecker() {
   return Error::success();
 }
 
+/// Prints \p Shape as [D0,D1,...], a symbolic dimension by its name and an
+/// unknown one as '?'.
+static void printShape(raw_ostream &OS, const onnx::TensorShapeProto &Shape) {
+  OS << "[";
+  ListSeparator Comma(",");
+  for (const auto &D : Shape.dim()) {
+    OS << Comma;
+    if (D.has_dim_value())
+      OS << D.dim_value();
+    else
+      OS << (D.dim_param().empty() ? "?" : D.dim_param());
+  }
+  OS << "]";
+}
+
+void ONNXImporter::forgetStaleShapes() {
+  forgetShapesComputedFrom(*Model->mutable_graph(), ShortenedConcats, &Notes);
+}
+
 std::string ONNXImporter::describeInputShapes(StringRef NodeName) const {
   const onnx::GraphProto &G = Model->graph();
   const onnx::NodeProto *N = nullptr;
@@ -1136,16 +1172,8 @@ std::string ONNXImporter::describeInputShapes(StringRef NodeName) const {
     const onnx::TypeProto *T = In.empty() ? nullptr : Types.lookup(In);
     if (!T || !T->has_tensor_type() || !T->tensor_type().has_shape())
       continue;
-    OS << LS << "'" << In << "' is [";
-    ListSeparator Comma(",");
-    for (const auto &D : T->tensor_type().shape().dim()) {
-      OS << Comma;
-      if (D.has_dim_value())
-        OS << D.dim_value();
-      else
-        OS << (D.dim_param().empty() ? "?" : D.dim_param());
-    }
-    OS << "]";
+    OS << LS << "'" << In << "' is ";
+    printShape(OS, T->tensor_type().shape());
   }
   return Out.empty() ? "" : " (" + Out + ")";
 }
@@ -1519,6 +1547,7 @@ Expected<Graph> ONNXImporter::run() {
           return E;
         computeNodeNames();
         rewriteNodes();
+        dropEmptyConcatInputs();
         if (Error E = collectWeights())
           return E;
         if (Error E = applyOverrides())
@@ -1530,7 +1559,10 @@ Expected<Graph> ONNXImporter::run() {
     return std::move(E);
   if (Error E = phase("checker", [&] { return runChecker(); }))
     return std::move(E);
-  if (Error E = phase("shape inference", [&] { return runShapeInference(); }))
+  if (Error E = phase("shape inference", [&] {
+        forgetStaleShapes();
+        return runShapeInference();
+      }))
     return std::move(E);
   if (Error E = phase("shape folding", [&] { return foldShapes(); }))
     return std::move(E);
@@ -1546,21 +1578,128 @@ Expected<Graph> ONNXImporter::run() {
   return std::move(*G);
 }
 
+/// Whether \p T holds a 1-D tensor of no elements.
+static bool isEmptyVector(const onnx::TensorProto &T) {
+  return T.dims_size() == 1 && T.dims(0) == 0;
+}
+
+std::vector<std::string>
+dropEmptyConcatInputs(onnx::GraphProto &G, std::vector<std::string> *Notes) {
+  // The empty 1-D constants: weights, and Constant nodes' results.
+  StringSet<> Empty;
+  for (const onnx::TensorProto &T : G.initializer())
+    if (isEmptyVector(T))
+      Empty.insert(T.name());
+  for (const onnx::NodeProto &N : G.node())
+    if (N.op_type() == "Constant" && N.domain().empty() && N.output_size() == 1)
+      for (const onnx::AttributeProto &A : N.attribute())
+        if (A.name() == "value" && A.has_t() && isEmptyVector(A.t()))
+          Empty.insert(N.output(0));
+  // A graph input of that name gives the weight's value only by default.
+  for (const onnx::ValueInfoProto &VI : G.input())
+    Empty.erase(VI.name());
+  std::vector<std::string> Shortened;
+  if (Empty.empty())
+    return Shortened;
+  for (onnx::NodeProto &N : *G.mutable_node()) {
+    if (N.op_type() != "Concat" || !N.domain().empty())
+      continue;
+    std::vector<std::string> Kept, Dropped;
+    for (const std::string &In : N.input())
+      (Empty.contains(In) ? Dropped : Kept).push_back(In);
+    // Concatenating it adds nothing; keep one input if all are empty.
+    if (Dropped.empty())
+      continue;
+    if (Kept.empty()) {
+      Kept.push_back(Dropped.back());
+      Dropped.pop_back();
+      if (Dropped.empty())
+        continue;
+    }
+    N.clear_input();
+    for (std::string &In : Kept)
+      N.add_input(std::move(In));
+    if (N.output_size())
+      Shortened.push_back(N.output(0));
+    if (!Notes)
+      continue;
+    std::string Line;
+    raw_string_ostream OS(Line);
+    OS << "node '" << N.name() << "': dropped the empty 1-D input"
+       << (Dropped.size() > 1 ? "s " : " ");
+    ListSeparator LS(", ");
+    for (const std::string &In : Dropped)
+      OS << LS << "'" << In << "'";
+    bool One = Dropped.size() == 1;
+    OS << " of Concat (" << (One ? "it adds" : "they add")
+       << " no element; ONNX's shape inference refuses "
+       << (One ? "one" : "them")
+       << " among inputs of another rank, where torch.cat skips "
+       << (One ? "it" : "them") << ")";
+    Notes->push_back(std::move(OS.str()));
+  }
+  return Shortened;
+}
+
+void forgetShapesComputedFrom(onnx::GraphProto &G, ArrayRef<std::string> From,
+                              std::vector<std::string> *Notes) {
+  if (From.empty())
+    return;
+  // Every tensor computed from From, in any node order.
+  StringMap<std::vector<const onnx::NodeProto *>> Readers;
+  for (const onnx::NodeProto &N : G.node())
+    for (const std::string &In : N.input())
+      Readers[In].push_back(&N);
+  StringSet<> Stale;
+  std::vector<std::string> Work(From.begin(), From.end());
+  while (!Work.empty()) {
+    std::string T = std::move(Work.back());
+    Work.pop_back();
+    if (!Stale.insert(T).second)
+      continue;
+    for (const onnx::NodeProto *N : Readers.lookup(T))
+      for (const std::string &Out : N->output())
+        Work.push_back(Out);
+  }
+  for (onnx::ValueInfoProto &VI : *G.mutable_value_info())
+    if (Stale.contains(VI.name()) && VI.type().has_tensor_type())
+      VI.mutable_type()->mutable_tensor_type()->clear_shape();
+  for (onnx::ValueInfoProto &VI : *G.mutable_output()) {
+    if (!Stale.contains(VI.name()) || !VI.type().has_tensor_type() ||
+        !VI.type().tensor_type().has_shape())
+      continue;
+    if (Notes) {
+      std::string Line;
+      raw_string_ostream OS(Line);
+      OS << "graph output '" << VI.name()
+         << "': the shape the model declares, ";
+      printShape(OS, VI.type().tensor_type().shape());
+      OS << ", may count a dropped Concat input; it is inferred anew";
+      Notes->push_back(std::move(OS.str()));
+    }
+    VI.mutable_type()->mutable_tensor_type()->clear_shape();
+  }
+}
+
 Error readAsOpset17(onnx::ModelProto &M, StringRef File) {
   expandNewOps(M);
   return adaptToOpset17(M, File);
 }
 
 Expected<Graph> importONNX(MemoryBufferRef Buffer, const ImportOptions &Opts,
-                           TimerGroup *Timers) {
+                           TimerGroup *Timers,
+                           std::vector<std::string> *Notes) {
   // Each import that decides Ifs starts again with them inlined, until the
   // branches inlined decide no more (at most once per If of the model).
   BranchDecisions Decided;
   while (true) {
     ONNXImporter Importer(Buffer, Opts, Timers, Decided);
     Expected<Graph> G = Importer.run();
-    if (!Importer.needsRestart())
+    if (!Importer.needsRestart()) {
+      if (Notes && G)
+        *Notes = Importer.takeNotes();
       return G;
+    }
     cantFail(G.takeError());
   }
 }

@@ -18,6 +18,7 @@
 #include "GraphBuilder.h"
 #include "dp/IR/Annotations.h"
 #include "dp/IR/Graph.h"
+#include "dp/IR/Summary.h"
 #include "dp/Support/Diagnostics.h"
 #include "dp/Support/EnumNames.h"
 #include "dp/Transforms/BackwardRules.h"
@@ -382,6 +383,20 @@ OptionTable TrainingGraphPass::describeOptions(TrainingGraphOptions &O) {
       .printAlways()
       .flag("input-grads", O.InputGradients);
   return T;
+}
+
+Error TrainingGraphPass::run(Graph &G, PassContext &Ctx) {
+  std::string Folded = describeFoldedBatchNorm(G);
+  if (Error E = buildTrainingGraph(G, Opts))
+    return E;
+  if (!Folded.empty() && Ctx.Report)
+    *Ctx.Report << name() << ": warning: " << Folded
+                << ": the export folded BatchNorm into the convolutions "
+                   "(torch.onnx.export's default, TrainingMode.EVAL), so "
+                   "this step trains the folded weights, with no BatchNorm; "
+                   "export with training=torch.onnx.TrainingMode.PRESERVE "
+                   "to train the model as written\n";
+  return Error::success();
 }
 
 void TrainingGraphPass::printPipeline(raw_ostream &OS) const {

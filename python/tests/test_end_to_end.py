@@ -217,3 +217,103 @@ def test_split_declares_shapes_the_export_left_out(tmp_path, two_cpus):
         assert declared, part
         assert [d.dim_value for d in
                 declared[0].type.tensor_type.shape.dim] == [2, 3]
+
+
+class _EmptyMemory(torch.nn.Module):
+    """A block that concatenates its (empty) memory with its input, as
+    recurrent and transformer-XL-style modules do before their first
+    step: torch.cat skips an empty 1-D tensor among rank-3 ones."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("mem", torch.empty(0))
+        self.proj = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.proj(torch.relu(torch.cat([self.mem, x], dim=0)))
+
+
+def test_empty_concat_input_is_dropped_with_a_note(tmp_path, two_cpus):
+    """torch's export keeps the empty memory as a Concat input (and
+    declares the output rank-1, from its own inference); import-onnx drops
+    the input and infers the shapes anew, saying both; the placed model
+    passes ONNX's checker and computes what torch does."""
+    import onnx
+    m = _EmptyMemory().eval()
+    x = torch.randn(2, 3, 4)
+    export(m, (x,), str(tmp_path / "m.onnx"), ["x"], ["y"])
+    src = onnx.load(str(tmp_path / "m.onnx"))
+    concat = [n for n in src.graph.node if n.op_type == "Concat"]
+    assert concat and len(concat[0].input) == 2
+    np.savez(str(tmp_path / "in.npz"), x=x.numpy())
+    proc = subprocess.run(
+        [dp_opt(), "-passes=import-onnx,cost-annotate,place{algo=expert},"
+         "emit{format=onnx,out=%s/placed}" % tmp_path,
+         "-cluster=" + two_cpus, "-disable-output", str(tmp_path / "m.onnx")],
+        capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "dropped the empty 1-D input '%s' of Concat" % \
+        concat[0].input[0] in proc.stderr
+    assert "graph output 'y'" in proc.stderr
+    placed = onnx.load(str(tmp_path / "placed.placed.onnx"))
+    onnx.checker.check_model(placed, full_check=True)
+    with torch.no_grad():
+        ref = m(x).numpy()
+    run_runtime(["run", "placed.placed.onnx", "--steps", "1", "--warmup",
+                 "0", "--inputs", "in.npz", "--outputs", "out.npz"],
+                tmp_path)
+    got = np.load(str(tmp_path / "out.npz"))["y"]
+    assert got.shape == ref.shape
+    assert max_rel_err(got, ref) < TOL
+
+
+def _accelerate_missing(model, device_map):
+    """The parameters accelerate finds missing from a device_map: those
+    that no key covers (the key itself, or a module above it; "" covers
+    all)."""
+    keys = set(device_map)
+    missing = []
+    for name, _ in model.named_parameters():
+        parts = name.split(".")
+        if "" in keys or any(".".join(parts[:i]) in keys
+                             for i in range(1, len(parts) + 1)):
+            continue
+        missing.append(name)
+    return missing
+
+
+@pytest.mark.parametrize("folding", [True, False])
+def test_folded_batchnorm_is_warned_of(tmp_path, two_cpus, folding):
+    """torchvision's resnet18 exported in eval mode (torch.onnx.export's
+    default, TrainingMode.EVAL) has its BatchNorms folded into the
+    convolutions: its device_map leaves the BatchNorm parameters out, as
+    accelerate's rule finds, and a training step built from it trains the
+    folded weights. emit and training-graph say so then, and not for the
+    same model exported with TrainingMode.PRESERVE."""
+    m = _model("resnet18")
+    x = torch.randn(2, 3, 32, 32)
+    mode = (torch.onnx.TrainingMode.EVAL if folding
+            else torch.onnx.TrainingMode.PRESERVE)
+    torch.onnx.export(m, (x,), str(tmp_path / "m.onnx"), opset_version=14,
+                      training=mode, input_names=["x"], output_names=["y"])
+    proc = subprocess.run(
+        [dp_opt(), "-passes=import-onnx,cost-annotate,place{algo=expert},"
+         "emit{format=device-map,out=%s/placed}" % tmp_path,
+         "-cluster=" + two_cpus, "-disable-output", str(tmp_path / "m.onnx")],
+        capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    with open(str(tmp_path / "placed.device_map.json")) as f:
+        device_map = json.load(f)
+    missing = _accelerate_missing(m, device_map)
+    warned = "the export folded BatchNorm" in proc.stderr
+    assert warned == folding, proc.stderr
+    assert bool(missing) == folding, missing
+    if folding:
+        assert "bn1.weight" in missing
+    proc = subprocess.run(
+        [dp_opt(), "-passes=import-onnx,training-graph", "-disable-output",
+         str(tmp_path / "m.onnx")], capture_output=True, text=True,
+        timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert ("training-graph: warning:" in proc.stderr) == folding, \
+        proc.stderr

@@ -16,12 +16,23 @@
 
 #include "dp/IR/PassManager.h"
 
+#include <string>
+
 namespace dp {
 
 class Graph;
 
 /// Writes the summary of \p G to \p OS.
 void printGraphSummary(llvm::raw_ostream &OS, const Graph &G);
+
+/// Whether \p G looks exported with BatchNorm folded into its convolutions
+/// (torch.onnx.export's default, TrainingMode.EVAL, does): it has
+/// Conv ops and no BatchNormalization, and some Conv's weight or bias has
+/// a name the exporter made ("onnx::Conv_497") instead of a parameter's.
+/// If so, says what it saw ("24 Conv weights and biases (of 20 Convs)
+/// are the exporter's constants ('onnx::Conv_497', ...) and no
+/// BatchNormalization is left"), else "".
+std::string describeFoldedBatchNorm(const Graph &G);
 
 /// Writes the summary to the pipeline's report stream.
 class SummaryPass {

@@ -23,6 +23,7 @@
 #include "dp/IR/PassManager.h"
 #include "dp/Support/Options.h"
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/Optional.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/MemoryBufferRef.h"
@@ -67,10 +68,13 @@ struct ImportOptions {
 /// Imports the ONNX model in \p Buffer. Errors are located at the node and
 /// tensor they concern; errors that several nodes have are all returned.
 /// With \p Timers, the phases (parse, prepare, checker, shape inference,
-/// build) are timed there.
+/// build) are timed there. \p Notes, when given, receives what the import
+/// changed in the model that the user should know of (an empty 1-D input
+/// of a Concat dropped), one line each.
 llvm::Expected<Graph> importONNX(llvm::MemoryBufferRef Buffer,
                                  const ImportOptions &Opts = {},
-                                 llvm::TimerGroup *Timers = nullptr);
+                                 llvm::TimerGroup *Timers = nullptr,
+                                 std::vector<std::string> *Notes = nullptr);
 
 /// Parses the ONNX model in \p Buffer (binary protobuf or ONNX text syntax)
 /// into \p Model, without checking it. Errors name the buffer.
@@ -90,6 +94,21 @@ std::vector<std::string> getONNXNodeNames(const onnx::GraphProto &G);
 /// adapted. What opset 17 cannot say is an error naming the node (or
 /// \p File for the versions).
 llvm::Error readAsOpset17(onnx::ModelProto &M, llvm::StringRef File);
+
+/// Drops the empty 1-D constants (weights and Constant results of shape
+/// [0]) from the inputs of every Concat of \p G, keeping a Concat's last
+/// input when all are such (docs/import-onnx.md); returns the shortened
+/// Concats' results. \p Notes, when given, gets a line per Concat.
+std::vector<std::string>
+dropEmptyConcatInputs(onnx::GraphProto &G,
+                      std::vector<std::string> *Notes = nullptr);
+
+/// Clears the declared shapes (value_info and graph outputs) of every
+/// tensor of \p G computed from \p From, to be inferred anew; \p Notes,
+/// when given, gets a line per graph output whose shape was cleared.
+void forgetShapesComputedFrom(onnx::GraphProto &G,
+                              llvm::ArrayRef<std::string> From,
+                              std::vector<std::string> *Notes = nullptr);
 
 /// Whether \p Bytes looks like ONNX text syntax rather than a binary
 /// protobuf (only printable text in its first bytes).

@@ -68,9 +68,9 @@ public:
   explicit TrainingGraphPass(TrainingGraphOptions Opts = {}) : Opts(Opts) {}
 
   static llvm::StringRef name() { return "training-graph"; }
-  llvm::Error run(Graph &G, PassContext &Ctx) {
-    return buildTrainingGraph(G, Opts);
-  }
+  /// Builds the step; warns on the report when the forward graph's
+  /// BatchNorm was folded by its export (describeFoldedBatchNorm).
+  llvm::Error run(Graph &G, PassContext &Ctx);
   void printPipeline(llvm::raw_ostream &OS) const;
 
   /// optimizer=sgd|momentum|adam and input-grads=true|false, bound to \p O.
