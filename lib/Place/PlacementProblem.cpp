@@ -166,14 +166,23 @@ StringRef PlaceOptions::get(StringRef Key, StringRef Default) const {
   return Default;
 }
 
-Error makeNoFitError(const PlacementProblem &P, StringRef Algo, unsigned Unit,
-                     uint64_t LargestFree, unsigned RoomiestDevice) {
+/// "no device can hold U: it needs N, and at most F is free (on D, of its
+/// C)", then \p Tail.
+static Error makeNoFitMessage(const PlacementProblem &P, StringRef Algo,
+                              unsigned Unit, uint64_t LargestFree,
+                              unsigned RoomiestDevice, const Twine &Tail) {
   return makeNodeError(
       P.getGraph().getOp(P.getUnitOps(Unit).front()).Name,
       "place{algo=" + Algo + "}: no device can hold " + P.describeUnit(Unit) +
           ": it needs " + formatBytes(P.getUnitMemory(Unit)) +
           ", and at most " + formatBytes(LargestFree) + " is free (on " +
-          P.getCluster().getDevices()[RoomiestDevice].Name + ")");
+          P.getCluster().getDevices()[RoomiestDevice].Name + ", of its " +
+          formatBytes(P.getDeviceCapacity(RoomiestDevice)) + ")" + Tail);
+}
+
+Error makeNoFitError(const PlacementProblem &P, StringRef Algo, unsigned Unit,
+                     uint64_t LargestFree, unsigned RoomiestDevice) {
+  return makeNoFitMessage(P, Algo, Unit, LargestFree, RoomiestDevice, "");
 }
 
 /// The no-fit error for a placement the simulator found out of memory:
@@ -199,20 +208,38 @@ Error makeNoFitErrorFromSim(const PlacementProblem &P, StringRef Algo,
       Largest = U;
   assert(Largest >= 0 && "an overflowing device holds a unit");
   uint64_t Need = P.getUnitMemory(Largest);
+  // The devices the placement uses, and those it leaves empty.
+  std::vector<bool> InUse(D, false);
+  for (uint32_t Dev : Placement)
+    InUse[Dev] = true;
   uint64_t BestFree = 0;
   unsigned Roomiest = Worst;
+  std::string Unused;
   for (unsigned Dev = 0; Dev != D; ++Dev) {
     uint64_t Cap = P.getDeviceCapacity(Dev);
     uint64_t Used = R.PeakBytes[Dev];
     if (Dev == Worst)
       Used -= std::min(Used, Need);
     uint64_t Free = Cap - std::min(Cap, Used);
+    if (!InUse[Dev]) {
+      // Room the placer did not use: where the unit would fit.
+      if (Free >= Need)
+        Unused += (Unused.empty() ? "" : ", ") +
+                  P.getCluster().getDevices()[Dev].Name + " (" +
+                  formatBytes(Free) + ")";
+      continue;
+    }
     if (Free > BestFree || (Free == BestFree && Dev == Worst)) {
       BestFree = Free;
       Roomiest = Dev;
     }
   }
-  return makeNoFitError(P, Algo, Largest, BestFree, Roomiest);
+  std::string Tail;
+  if (!Unused.empty())
+    Tail = "; the placement leaves unused " + Unused +
+           ", where it would fit: a placer or option that uses more devices "
+           "(devices=all) would";
+  return makeNoFitMessage(P, Algo, Largest, BestFree, Roomiest, Tail);
 }
 
 /// \p P with its units merged into at most \p Groups groups by colocate's

@@ -228,7 +228,7 @@ TEST(BaechiETFTest, NoFitNamesTheUnit) {
   EXPECT_EQ(Diags[0].Loc.Node, "big");
   EXPECT_EQ(Diags[0].Message,
             "place{algo=m-etf}: no device can hold op 'big': it needs 4.9 KiB, "
-            "and at most 4.0 KiB is free (on gpu:1)");
+            "and at most 4.0 KiB is free (on gpu:1, of its 4.0 KiB)");
 }
 
 // devices=auto: the CPU only takes what fits on no GPU; devices=gpus: an
@@ -410,7 +410,7 @@ TEST(BaechiTopoTest, CapacityAndCopies) {
   ASSERT_FALSE(bool(R));
   EXPECT_EQ(collectErrors(R.takeError())[0].Message,
             "place{algo=m-topo}: no device can hold op 'c': it needs 1004 B, "
-            "and at most 1003 B is free (on gpu:1)");
+            "and at most 1003 B is free (on gpu:1, of its 2.0 KiB)");
 }
 
 // The CPU's fair share follows its speed: a tenth of a GPU's.

@@ -153,14 +153,18 @@ const PlacerInfo *lookupPlacer(llvm::StringRef Name);
 /// The error of a placer that found no placement that fits: names the
 /// largest unit it could not place and the free memory of the roomiest
 /// device, e.g. "place{algo=metis}: no device can hold group 3 ('fc' and 12
-/// more ops): it needs 2.1 GiB, and at most 1.0 GiB is free (on gpu:1)".
+/// more ops): it needs 2.1 GiB, and at most 1.0 GiB is free (on gpu:1, of
+/// its 12.0 GiB)".
 llvm::Error makeNoFitError(const PlacementProblem &P, llvm::StringRef Algo,
                            unsigned Unit, uint64_t LargestFree,
                            unsigned RoomiestDevice);
 
 /// makeNoFitError for a unit placement \p Placement that the simulator
 /// (\p R) found out of memory: names the largest unit on the device that
-/// overflows most, and the most any device could have free for it.
+/// overflows most, and the most any device the placement uses could have
+/// free for it; then the devices it leaves unused that have room for it
+/// ("; the placement leaves unused cpu:0 (512.0 GiB), where it would fit:
+/// ...").
 llvm::Error makeNoFitErrorFromSim(const PlacementProblem &P,
                                   llvm::StringRef Algo,
                                   llvm::ArrayRef<uint32_t> Placement,
