@@ -63,7 +63,7 @@ void printPassNames(raw_ostream &OS) {
 void printPlacerNames(raw_ostream &OS) {
   OS << "Placers (place{algo=NAME,...}):\n";
   for (const PlacerInfo &P : getPlacers())
-    printEntry(OS, P.Name, P.Params, P.Description, "");
+    printEntry(OS, P.Name, P.Params, P.Description, P.Defaults);
 }
 
 static bool isPassNameChar(char C) {

@@ -947,11 +947,10 @@ static Expected<bool> parseBool(StringRef Algo, StringRef Key,
 Expected<std::vector<uint32_t>> placeMTopo(const PlacementProblem &P,
                                            const PlaceOptions &Opts) {
   Expected<DeviceTiers> Devices =
-      selectDevices(P.getCluster(), "m-topo", Opts.get("devices", "auto"));
+      selectDevices(P.getCluster(), "m-topo", Opts.get("devices"));
   if (!Devices)
     return Devices.takeError();
-  Expected<bool> Uniform =
-      parseBool("m-topo", "uniform", Opts.get("uniform", "true"));
+  Expected<bool> Uniform = parseBool("m-topo", "uniform", Opts.get("uniform"));
   if (!Uniform)
     return Uniform.takeError();
   return placeTopo(P, *Devices, *Uniform);
@@ -960,7 +959,7 @@ Expected<std::vector<uint32_t>> placeMTopo(const PlacementProblem &P,
 Expected<std::vector<uint32_t>> placeMEtf(const PlacementProblem &P,
                                           const PlaceOptions &Opts) {
   Expected<DeviceTiers> Devices =
-      selectDevices(P.getCluster(), "m-etf", Opts.get("devices", "auto"));
+      selectDevices(P.getCluster(), "m-etf", Opts.get("devices"));
   if (!Devices)
     return Devices.takeError();
   Expected<Schedule> S = scheduleList(P, "m-etf", *Devices);
@@ -969,26 +968,24 @@ Expected<std::vector<uint32_t>> placeMEtf(const PlacementProblem &P,
   return std::move(S->UnitDevice);
 }
 
-/// Default lp-limit: the most LP nodes (after chain contraction) m-SCT
-/// solves in one LP.
-static constexpr unsigned DefaultLPLimit = 1000;
-
 Expected<std::vector<uint32_t>> placeMSct(const PlacementProblem &P,
                                           const PlaceOptions &Opts) {
   Expected<DeviceTiers> Devices =
-      selectDevices(P.getCluster(), "m-sct", Opts.get("devices", "auto"));
+      selectDevices(P.getCluster(), "m-sct", Opts.get("devices"));
   if (!Devices)
     return Devices.takeError();
-  unsigned Limit = DefaultLPLimit;
+  // lp-limit: the most LP nodes (after chain contraction) m-SCT solves in
+  // one LP; it and threshold default as Placers.def says.
+  unsigned Limit = 0;
   StringRef LimitText = Opts.get("lp-limit");
-  if (!LimitText.empty() && (!to_integer(LimitText, Limit, 10) || !Limit))
+  if (!to_integer(LimitText, Limit, 10) || !Limit)
     return makeError("place{algo=m-sct}: lp-limit must be a positive "
                      "integer, not '" +
                      LimitText + "'");
-  double Threshold = 0.5;
+  double Threshold = 0;
   StringRef ThresholdText = Opts.get("threshold");
-  if (!ThresholdText.empty() && (!to_float(ThresholdText, Threshold) ||
-                                 !(Threshold >= 0) || !(Threshold <= 1)))
+  if (!to_float(ThresholdText, Threshold) || !(Threshold >= 0) ||
+      !(Threshold <= 1))
     return makeError("place{algo=m-sct}: threshold must be a number in "
                      "[0, 1], not '" +
                      ThresholdText + "'");

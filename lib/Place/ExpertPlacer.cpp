@@ -459,7 +459,7 @@ static Error fitInMemory(const PlacementProblem &P, ArrayRef<unsigned> Devs,
 
 Expected<std::vector<uint32_t>> placeExpert(const PlacementProblem &P,
                                             const PlaceOptions &Opts) {
-  StringRef ModeName = Opts.get("mode", "auto");
+  StringRef ModeName = Opts.get("mode");
   ExpertModeKind Mode;
   if (ModeName == "auto")
     Mode = ExpertModeKind::Auto;

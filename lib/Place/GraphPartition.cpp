@@ -69,7 +69,7 @@ static Expected<std::vector<unsigned>> selectDevices(const PlacementProblem &P,
                                                      StringRef Algo,
                                                      const PlaceOptions &Opts) {
   const Cluster &C = P.getCluster();
-  StringRef Which = Opts.get("devices", "gpus");
+  StringRef Which = Opts.get("devices");
   std::vector<unsigned> Devices;
   if (Which == "all") {
     for (unsigned D = 0, E = C.getNumDevices(); D != E; ++D)
@@ -91,9 +91,7 @@ static Expected<std::vector<unsigned>> selectDevices(const PlacementProblem &P,
 
 /// The `imbalance=PERCENT` option as a fraction.
 static Expected<double> getImbalance(StringRef Algo, const PlaceOptions &Opts) {
-  StringRef Text = Opts.get("imbalance");
-  if (Text.empty())
-    return 0.03;
+  StringRef Text = Opts.get("imbalance"); // 3 by default (Placers.def)
   double Percent;
   if (!parseDouble(Text, Percent) || !(Percent > 0) || Percent > 100)
     return makeError("place{algo=" + Algo +
@@ -105,7 +103,7 @@ static Expected<double> getImbalance(StringRef Algo, const PlaceOptions &Opts) {
 /// The part counts of the `parts=auto|N` option: 1 to \p Max, or N.
 static Expected<std::vector<unsigned>>
 getPartCounts(StringRef Algo, const PlaceOptions &Opts, unsigned Max) {
-  StringRef Text = Opts.get("parts", "auto");
+  StringRef Text = Opts.get("parts");
   std::vector<unsigned> Counts;
   if (Text == "auto") {
     for (unsigned K = 1; K <= Max; ++K)
@@ -118,10 +116,10 @@ getPartCounts(StringRef Algo, const PlaceOptions &Opts, unsigned Max) {
                      "}: parts must be 'auto' or a positive integer, not '" +
                      Text + "'");
   if (K > Max)
-    return makeError(
-        "place{algo=" + Algo + "}: parts=" + Text + " exceeds the " +
-        Twine(Max) +
-        " devices it may use (devices=" + Opts.get("devices", "gpus") + ")");
+    return makeError("place{algo=" + Algo + "}: parts=" + Text +
+                     " exceeds the " + Twine(Max) +
+                     " devices it may use (devices=" + Opts.get("devices") +
+                     ")");
   Counts.push_back(K);
   return Counts;
 }

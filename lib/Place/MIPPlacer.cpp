@@ -65,10 +65,9 @@ using namespace llvm;
 namespace dp {
 
 static constexpr StringRef Algo = "mip";
-/// The first level's groups, and the most groups a level has unless
-/// groups= says otherwise (docs/placers/mip.md).
+/// The first level's groups (docs/placers/mip.md); the most groups a level
+/// has is groups= (256 by default, Placers.def).
 static constexpr unsigned FirstGroups = 16;
-static constexpr unsigned DefaultGroups = 256;
 static constexpr double DefaultSeconds = 60;
 /// Larger programs are refused: CBC overruns seconds= on large ones (one
 /// of a million rows took 243 s with seconds=60; docs/placers.md, "mip").
@@ -613,8 +612,12 @@ Expected<PlacementProblem> groupProblem(const PlacementProblem &P,
 Expected<std::vector<uint32_t>> placeMIP(const PlacementProblem &P,
                                          const PlaceOptions &Opts) {
   std::string Who = "place{algo=mip}";
-  unsigned MaxGroups = DefaultGroups;
-  ScheduleKind Schedule = ScheduleKind::Auto;
+  // The defaults are Placers.def's; the table checks what the user gave.
+  unsigned MaxGroups = 0;
+  to_integer(Opts.get("groups"), MaxGroups, 10);
+  ScheduleKind Schedule =
+      parseEnumName<ScheduleKind>(ScheduleNames, Opts.get("schedule"))
+          .getValueOr(ScheduleKind::Auto);
   OptionTable Table(Who);
   Table.integer("groups", MaxGroups, 1u);
   Table.choice<ScheduleKind>("schedule", Schedule, ScheduleNames);

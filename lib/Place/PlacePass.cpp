@@ -24,10 +24,10 @@ namespace dp {
 
 ArrayRef<PlacerInfo> getPlacers() {
   static const PlacerInfo Placers[] = {
-#define PLACER(NAME, FUNCTION, PARAMS, DESCRIPTION)                          \
-  {NAME, FUNCTION, PARAMS, DESCRIPTION, false},
-#define SEARCH_PLACER(NAME, FUNCTION, PARAMS, DESCRIPTION)                   \
-  {NAME, FUNCTION, PARAMS, DESCRIPTION, true},
+#define PLACER(NAME, FUNCTION, PARAMS, DEFAULTS, DESCRIPTION)                  \
+  {NAME, FUNCTION, PARAMS, DESCRIPTION, false, DEFAULTS},
+#define SEARCH_PLACER(NAME, FUNCTION, PARAMS, DEFAULTS, DESCRIPTION)           \
+  {NAME, FUNCTION, PARAMS, DESCRIPTION, true, DEFAULTS},
 #include "Placers.def"
   };
   return Placers;

@@ -159,11 +159,23 @@ PlacementProblem::simulate(ArrayRef<uint32_t> UnitPlacement) const {
   return *Result;
 }
 
-StringRef PlaceOptions::get(StringRef Key, StringRef Default) const {
+StringRef PlaceOptions::get(StringRef Key) const {
   for (const auto &[K, V] : Extra)
     if (K == Key)
       return V;
-  return Default;
+  const PlacerInfo *Info = lookupPlacer(Algo);
+  return Info ? Info->getDefault(Key) : StringRef();
+}
+
+StringRef PlacerInfo::getDefault(StringRef Key) const {
+  SmallVector<StringRef, 4> Items;
+  Defaults.split(Items, ',', -1, /*KeepEmpty=*/false);
+  for (StringRef Item : Items) {
+    auto [K, V] = Item.split('=');
+    if (K == Key)
+      return V;
+  }
+  return "";
 }
 
 /// "no device can hold U: it needs N, and at most F is free (on D, of its

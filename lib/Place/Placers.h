@@ -11,7 +11,7 @@
 
 namespace dp {
 
-#define PLACER(NAME, FUNCTION, PARAMS, DESCRIPTION)                            \
+#define PLACER(NAME, FUNCTION, PARAMS, DEFAULTS, DESCRIPTION)                  \
   llvm::Expected<std::vector<uint32_t>> FUNCTION(const PlacementProblem &P,    \
                                                  const PlaceOptions &Opts);
 #include "Placers.def"

@@ -10,6 +10,7 @@
 #include "DiagnosticsTestUtil.h"
 #include "TestGraphs.h"
 
+#include "llvm/ADT/StringSet.h"
 #include "gtest/gtest.h"
 
 #include <random>
@@ -18,7 +19,9 @@ using namespace dp;
 using namespace dp::test;
 using llvm::ArrayRef;
 using llvm::Expected;
+using llvm::SmallVector;
 using llvm::StringRef;
+using llvm::StringSet;
 
 namespace {
 
@@ -104,6 +107,34 @@ TEST(AnnealTest, NeverWorseThanItsSeed) {
           << "graph " << Seed << ", seeded by " << From.str();
     }
   }
+}
+
+// Placers.def's defaults name options the placer takes, each once, and
+// PlaceOptions::get returns them unless the option is given.
+TEST(PlacersTest, DefaultsAreTheirOwnOptions) {
+  for (const PlacerInfo &Info : getPlacers()) {
+    SmallVector<StringRef, 8> Params, Defaults;
+    Info.Params.split(Params, ',', -1, /*KeepEmpty=*/false);
+    Info.Defaults.split(Defaults, ',', -1, /*KeepEmpty=*/false);
+    StringSet<> Keys, Seen;
+    for (StringRef Param : Params)
+      Keys.insert(Param.split('=').first);
+    for (StringRef Default : Defaults) {
+      auto [Key, Value] = Default.split('=');
+      EXPECT_TRUE(Keys.contains(Key)) << Info.Name.str() << ": " << Key.str();
+      EXPECT_TRUE(Seen.insert(Key).second) << Info.Name.str();
+      EXPECT_FALSE(Value.empty()) << Info.Name.str() << ": " << Key.str();
+      PlaceOptions Opts;
+      Opts.Algo = Info.Name.str();
+      EXPECT_EQ(Opts.get(Key), Value) << Info.Name.str();
+      Opts.Extra.emplace_back(Key.str(), "given");
+      EXPECT_EQ(Opts.get(Key), "given") << Info.Name.str();
+    }
+  }
+  PlaceOptions Opts;
+  Opts.Algo = "metis";
+  EXPECT_EQ(Opts.get("imbalance"), "3");
+  EXPECT_EQ(Opts.get("no-such-option"), "");
 }
 
 TEST(AnnealTest, NoWorseThanAnyOtherPlacer) {

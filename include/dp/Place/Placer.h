@@ -126,8 +126,9 @@ struct PlaceOptions {
   /// Where the place pass writes the search curve (CSV); empty: nowhere.
   std::string CurveFile;
 
-  /// The value of the placer option \p Key, or \p Default.
-  llvm::StringRef get(llvm::StringRef Key, llvm::StringRef Default = "") const;
+  /// The value of the placer option \p Key as given, else its default in
+  /// Placers.def (PlacerInfo::Defaults of Algo), else "".
+  llvm::StringRef get(llvm::StringRef Key) const;
 };
 
 /// A placer: a device per unit, or an error. A placer returns a placement
@@ -144,6 +145,11 @@ struct PlacerInfo {
   llvm::StringRef Description;
   /// It searches with a budget (SEARCH_PLACER in Placers.def).
   bool Searches = false;
+  /// The value each of its options takes when not given ("mode=auto"), or
+  /// "" (Placers.def).
+  llvm::StringRef Defaults;
+  /// The default of option \p Key, or "" where it has none.
+  llvm::StringRef getDefault(llvm::StringRef Key) const;
 };
 
 /// Every placer, in Placers.def order.
