@@ -275,6 +275,16 @@ void writeChromeTrace(raw_ostream &OS, const Graph &G, const Cluster &C,
           });
         });
       }
+      // Each device's live bytes, a counter track of its process.
+      for (const MemorySample &M : R.Memory)
+        J.object([&] {
+          J.attribute("name", "memory");
+          J.attribute("ph", "C");
+          J.attribute("ts", M.Time * 1e6);
+          J.attribute("pid", int64_t(M.Device + 1));
+          J.attributeObject("args",
+                            [&] { J.attribute("bytes", int64_t(M.Bytes)); });
+        });
       for (const TransferRecord &T : R.Transfers) {
         for (unsigned Ch : C.getRoute(T.Src, T.Dst)) {
           J.object([&] {

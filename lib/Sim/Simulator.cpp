@@ -293,9 +293,20 @@ Simulator::Event Simulator::pop() {
   return Top;
 }
 
+void Simulator::noteMemory(unsigned Dev, SimResult &R) {
+  if (!Record)
+    return;
+  if (!R.Memory.empty() && R.Memory.back().Device == Dev &&
+      R.Memory.back().Time == Clock)
+    R.Memory.back().Bytes = Live[Dev];
+  else
+    R.Memory.push_back({Clock, Dev, Live[Dev]});
+}
+
 void Simulator::allocate(unsigned Dev, uint64_t Bytes, uint32_t Op,
                          SimResult &R) {
   Live[Dev] += Bytes;
+  noteMemory(Dev, R);
   if (Live[Dev] > R.PeakBytes[Dev])
     R.PeakBytes[Dev] = Live[Dev];
   uint64_t Capacity = C.getDeviceType(Dev).MemoryBytes;
@@ -307,10 +318,11 @@ void Simulator::allocate(unsigned Dev, uint64_t Bytes, uint32_t Op,
   }
 }
 
-void Simulator::release(uint32_t T, unsigned Dev) {
+void Simulator::release(uint32_t T, unsigned Dev, SimResult &R) {
   if (G.TensorKeep[T] && Dev == Home[T])
     return;
   Live[Dev] -= G.TensorBytes[T];
+  noteMemory(Dev, R);
 }
 
 double Simulator::getRate(unsigned Dev) const {
@@ -483,6 +495,7 @@ void Simulator::reset(SimResult &R) {
   R.NumTransfers = 0;
   R.Transfers.clear();
   R.CriticalPath.clear();
+  R.Memory.clear();
   if (Record)
     R.Ops.assign(G.NumOps, OpInterval());
 
@@ -554,7 +567,7 @@ void Simulator::finishTransfer(uint64_t Key, double Now, SimResult &R) {
   makeAvailable(T, Dst, Now, R);
   // The copy at home has one transfer fewer to serve.
   if (--Uses[size_t(T) * D + Home[T]] == 0)
-    release(T, Home[T]);
+    release(T, Home[T], R);
 }
 
 void Simulator::finishOp(uint32_t Op, unsigned Dev, double Now, SimResult &R) {
@@ -564,16 +577,17 @@ void Simulator::finishOp(uint32_t Op, unsigned Dev, double Now, SimResult &R) {
   if (Record)
     R.Ops[Op].End = Now;
   Live[Dev] -= G.OpWorkspace[Op];
+  noteMemory(Dev, R);
   for (unsigned I = G.OpResultsBegin[Op]; I != G.OpResultsBegin[Op + 1]; ++I) {
     uint32_t T = G.OpResults[I];
     makeAvailable(T, Dev, Now, R);
     if (Uses[size_t(T) * D + Dev] == 0)
-      release(T, Dev); // Nothing reads it.
+      release(T, Dev, R); // Nothing reads it.
   }
   for (unsigned I = G.OpInputsBegin[Op]; I != G.OpInputsBegin[Op + 1]; ++I) {
     uint32_t T = G.OpInputs[I];
     if (--Uses[size_t(T) * D + Dev] == 0)
-      release(T, Dev);
+      release(T, Dev, R);
   }
   if (QHead[Dev] == QTail[Dev]) {
     Busy[Dev] = 0;
@@ -590,6 +604,7 @@ void Simulator::run(ArrayRef<uint32_t> Placement, SimResult &R,
   assert(Placement.size() == G.NumOps && "one device per op");
   Place = Placement;
   Record = RecordTimeline;
+  Clock = 0;
   reset(R);
   // Homes and the uses that keep each copy alive: its readers on that
   // device, plus (at home) one per device it is sent to.
@@ -600,6 +615,7 @@ void Simulator::run(ArrayRef<uint32_t> Placement, SimResult &R,
   while (!Heap.empty()) {
     Event E = pop();
     double Now = E.Time;
+    Clock = Now;
     if (E.Payload & TransferTag) {
       uint64_t Key = E.Payload & ~(TransferTag | TransferStartTag);
       if (!(E.Payload & TransferStartTag)) {

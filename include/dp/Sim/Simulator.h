@@ -145,6 +145,13 @@ struct TransferRecord {
   double Start = 0, End = 0;
 };
 
+/// A device's live bytes from Time on (recorded runs).
+struct MemorySample {
+  double Time = 0;
+  uint32_t Device = 0;
+  uint64_t Bytes = 0;
+};
+
 struct SimResult {
   double StepTime = 0;
   bool OOM = false;
@@ -166,6 +173,9 @@ struct SimResult {
   std::vector<TransferRecord> Transfers;
   /// The ops on the step's critical path, first to last (recorded runs).
   std::vector<uint32_t> CriticalPath;
+  /// Every change of a device's live bytes, in time order; at one time a
+  /// device's last sample holds (recorded runs).
+  std::vector<MemorySample> Memory;
 };
 
 /// Runs placements of one SimGraph. Reuse one Simulator for many runs: its
@@ -210,7 +220,7 @@ private:
   void startOp(uint32_t Op, unsigned Dev, double Now, SimResult &R);
   void makeAvailable(uint32_t T, unsigned Dev, double Now, SimResult &R);
   void allocate(unsigned Dev, uint64_t Bytes, uint32_t Op, SimResult &R);
-  void release(uint32_t T, unsigned Dev);
+  void release(uint32_t T, unsigned Dev, SimResult &R);
   /// Shared groups: the work left of every running op of group \p Grp as
   /// of \p Now, then, with \p Delta devices more (or fewer) busy, each
   /// op's new end. \p Except is left for the caller.
@@ -251,6 +261,10 @@ private:
   std::vector<uint8_t> Busy;
   std::vector<double> ChannelFree;
   std::vector<uint64_t> Live;
+  /// The time of the event being handled (for memory samples).
+  double Clock = 0;
+  /// Records device \p Dev's live bytes now, when recording.
+  void noteMemory(unsigned Dev, SimResult &R);
   /// Shared groups. Per group: busy devices. Per device: the running op,
   /// its work left (seconds at full speed) at LastUpdate, when it started,
   /// and a generation that marks its end event; an end event of an older
