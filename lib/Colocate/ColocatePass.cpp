@@ -173,6 +173,24 @@ static void printReport(raw_ostream &OS, const Graph &G, const Grouping &Gr,
   if (HasCosts)
     OS << formatShare(Compute[Largest], TotalCompute) << " of compute, ";
   OS << formatShare(double(Memory[Largest]), TotalMemory) << " of memory\n";
+  // TensorFlow's rule gathers a forward-only graph whose results flow to
+  // one output into one group: every placer then uses one device.
+  double Share = HasCosts && TotalCompute > 0 ? Compute[Largest] / TotalCompute
+                                              : double(Size[Largest]) / N;
+  bool Training = any_of(G.ops(), [](const Op &Node) {
+    return ann::get(Node, ann::Phase).getValueOr("") == "backward";
+  });
+  if (Opts.Strategy == ColocateStrategyKind::TF && !Training && N > 1 &&
+      Share > 0.5) {
+    printColocatePipeline(OS, Opts);
+    OS << ": warning: one group holds " << formatShare(Share, 1.0)
+       << " of the compute, so placers will put it on one device: "
+          "TensorFlow's rule joins a group to the one group that reads its "
+          "results, which gathers a graph without a backward pass into "
+          "few groups (ColocRL applies it to training steps, whose "
+          "gradients keep groups apart); for an inference graph use "
+          "strategy=merge{groups=N} or no colocate\n";
+  }
 }
 
 Error ColocatePass::run(Graph &G, PassContext &Ctx) {
