@@ -44,6 +44,14 @@ static bool isValueText(StringRef Text) {
          (!Text.getAsDouble(D) && std::isfinite(D));
 }
 
+/// Parses a positive integer.
+static Optional<int64_t> parsePositive(StringRef Text) {
+  int64_t N;
+  if (!to_integer(Text, N, 10) || N <= 0)
+    return None;
+  return N;
+}
+
 /// Parses "D0xD1x..." with every D positive.
 static Optional<std::vector<int64_t>> parseDims(StringRef Text) {
   std::vector<int64_t> Dims;
@@ -111,15 +119,9 @@ OptionTable ImportONNXPass::describeOptions(ImportOptions &O) {
         return O.Batch ? std::vector<std::string>{std::to_string(*O.Batch)}
                        : std::vector<std::string>{};
       });
-  addNamedOption<int64_t>(
-      T, "dim", "NAME:N", "N a positive integer", O.Dims, /*Once=*/false,
-      [](StringRef Text) -> Optional<int64_t> {
-        int64_t N;
-        if (!to_integer(Text, N, 10) || N <= 0)
-          return None;
-        return N;
-      },
-      [](const int64_t &N) { return std::to_string(N); });
+  addNamedOption<int64_t>(T, "dim", "NAME:N", "N a positive integer", O.Dims,
+                          /*Once=*/false, parsePositive,
+                          [](const int64_t &N) { return std::to_string(N); });
   addNamedOption<std::vector<int64_t>>(
       T, "shape", "NAME:D0xD1x...", "each D a positive integer", O.Shapes,
       /*Once=*/true, parseDims, [](const std::vector<int64_t> &Dims) {
@@ -137,6 +139,9 @@ OptionTable ImportONNXPass::describeOptions(ImportOptions &O) {
         return Text.str();
       },
       [](const std::string &Text) { return Text; });
+  addNamedOption<int64_t>(T, "bound", "TENSOR:N", "N a positive integer",
+                          O.Bounds, /*Once=*/true, parsePositive,
+                          [](const int64_t &N) { return std::to_string(N); });
   return T;
 }
 

@@ -326,6 +326,12 @@ private:
   void permuteNodes(ArrayRef<int> Order);
   Error runChecker();
   Error runShapeInference();
+  /// Gives bound='s tensors' value-dependent dimensions ("unk__<n>") their
+  /// bound (shape inference then carries it on); returns whether any
+  /// changed. Records the tensors bound in BoundTensors.
+  bool applyBounds();
+  /// The error for each bound= that bound nothing.
+  Error checkBounds();
   /// Folds shape subgraphs between rounds of shape inference.
   Error foldShapes();
   /// Records the Ifs whose condition folded in Decided; returns whether
@@ -383,6 +389,7 @@ private:
   bool Restart = false;
   std::vector<std::string> Notes;
   std::vector<std::string> ShortenedConcats;
+  StringSet<> BoundTensors;
   std::vector<std::unique_ptr<Timer>> PhaseTimers;
   /// The working copy of the model, in an arena: parsing allocates little
   /// and freeing it is one step.
@@ -1223,13 +1230,71 @@ Error ONNXImporter::foldShapes() {
     if (!More)
       return More.takeError();
     int LoopResults = inferLoopResults(LoopsDone);
-    if (!*More && !LoopResults)
+    // Bounds go in once nothing else settles a shape: a dimension unknown
+    // in an early round (NonZero's first, the rank of what it reads) may
+    // fold later.
+    if (!*More && !LoopResults && (Opts.Bounds.empty() || !applyBounds()))
       break;
     if (Error E = runShapeInference())
       return E;
   }
   Folder->finish();
-  return Error::success();
+  return checkBounds();
+}
+
+/// Whether \p D is a dimension that shape inference found to depend on
+/// tensor values: it names them "unk__<n>".
+static bool isValueDependent(const onnx::TensorShapeProto::Dimension &D) {
+  return !D.has_dim_value() && D.has_dim_param() &&
+         StringRef(D.dim_param()).startswith("unk__");
+}
+
+bool ONNXImporter::applyBounds() {
+  onnx::GraphProto &G = *Model->mutable_graph();
+  StringMap<int64_t> Bounds;
+  for (const auto &[Name, N] : Opts.Bounds)
+    Bounds[Name] = N;
+  // Only the named tensors' own dimensions: shape inference numbers its
+  // "unk__<n>" afresh in every round, so the same name in another tensor
+  // may be another dimension. The next round carries the bound on to what
+  // is computed from them.
+  bool Changed = false;
+  auto Rewrite = [&](onnx::ValueInfoProto &VI) {
+    auto It = Bounds.find(VI.name());
+    if (It == Bounds.end() || !VI.type().has_tensor_type() ||
+        !VI.type().tensor_type().has_shape())
+      return;
+    for (auto &D : *VI.mutable_type()
+                        ->mutable_tensor_type()
+                        ->mutable_shape()
+                        ->mutable_dim())
+      if (isValueDependent(D)) {
+        D.set_dim_value(It->second);
+        BoundTensors.insert(VI.name());
+        Changed = true;
+      }
+  };
+  for (onnx::ValueInfoProto &VI : *G.mutable_value_info())
+    Rewrite(VI);
+  for (onnx::ValueInfoProto &VI : *G.mutable_output())
+    Rewrite(VI);
+  return Changed;
+}
+
+Error ONNXImporter::checkBounds() {
+  StringMap<const onnx::TypeProto *> Types = getDeclaredTypes(Model->graph());
+  for (const auto &[Name, N] : Opts.Bounds) {
+    if (BoundTensors.contains(Name))
+      continue;
+    addError(makeFileError(
+        Buffer.getBufferIdentifier(), 0, 0,
+        "import-onnx{bound=" + Name + ":" + Twine(N) + "}: " +
+            (Types.lookup(Name)
+                 ? "tensor '" + Name +
+                       "' has no dimension that depends on tensor values"
+                 : "the model has no tensor '" + Name + "'")));
+  }
+  return takeErrors();
 }
 
 int ONNXImporter::inferLoopResults(StringSet<> &Done) {
@@ -1272,7 +1337,8 @@ bool ONNXImporter::decideBranches() {
 }
 
 /// Describes why \p T is not a static tensor type, for an error message.
-static std::string describeNonStatic(const onnx::TypeProto *TP) {
+static std::string describeNonStatic(const onnx::TypeProto *TP,
+                                     StringRef Name) {
   if (!TP)
     return "no type was inferred for this tensor";
   if (!TP->has_tensor_type())
@@ -1297,10 +1363,13 @@ static std::string describeNonStatic(const onnx::TypeProto *TP) {
              std::to_string(D.dim_value()) + ")";
     // Shape inference names the sizes it cannot know "unk__<n>": they
     // depend on tensor values, not on input dimensions that could be set.
-    if (D.has_dim_param() && StringRef(D.dim_param()).startswith("unk__"))
+    if (isValueDependent(D))
       return "dimension " + std::to_string(I) +
              " depends on tensor values that are only known when the model "
-             "runs";
+             "runs; give it an upper bound with import-onnx{bound=" +
+             Name.str() +
+             ":N} (a bound on the first such tensor carries "
+             "on to those computed from it)";
     if (!D.has_dim_param())
       return "dimension " + std::to_string(I) +
              " is unknown after shape "
@@ -1342,7 +1411,7 @@ bool ONNXImporter::getStaticType(const ValueTypes &Types, StringRef Node,
                              "tensor size overflows a 64-bit byte count"));
     return false;
   }
-  addError(makeTensorError(Node, Name, describeNonStatic(TP) + Hint));
+  addError(makeTensorError(Node, Name, describeNonStatic(TP, Name) + Hint));
   return false;
 }
 

@@ -129,6 +129,12 @@ def _where(x, a, o):
     return [torch.where(x[0], x[1], x[2])]
 
 
+@kernel("NonZero")
+def _non_zero(x, a, o):
+    # ONNX's layout: one row per dimension, one column per element.
+    return [torch.nonzero(x[0]).t().contiguous()]
+
+
 @kernel("LeakyRelu")
 def _leaky_relu(x, a, o):
     return [F.leaky_relu(x[0], a.get("alpha", 0.01))]

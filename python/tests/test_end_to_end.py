@@ -317,3 +317,50 @@ def test_folded_batchnorm_is_warned_of(tmp_path, two_cpus, folding):
     assert proc.returncode == 0, proc.stderr
     assert ("training-graph: warning:" in proc.stderr) == folding, \
         proc.stderr
+
+
+class _Detections(torch.nn.Module):
+    """Keeps the scores above a threshold, as a detector's post-processing
+    does: how many depends on the values (torch exports NonZero)."""
+
+    def __init__(self):
+        super().__init__()
+        self.head = torch.nn.Linear(8, 4)
+
+    def forward(self, x):
+        scores = self.head(x).flatten()
+        kept = scores[torch.nonzero(scores > 0).flatten()]
+        return kept.sum().unsqueeze(0)
+
+
+def test_value_dependent_dimension_takes_a_bound(tmp_path, two_cpus):
+    """torch's export of a value-dependent selection: dp's error names
+    the option for the exporter's tensor; with it the model imports at
+    the bound, places, and the placed model runs as torch computes."""
+    import re
+    m = _Detections().eval()
+    x = torch.randn(3, 8)
+    export(m, (x,), str(tmp_path / "m.onnx"), ["x"], ["y"])
+    passes = "cost-annotate,place{algo=expert},emit{format=onnx,out=%s/p}" \
+        % tmp_path
+    proc = subprocess.run(
+        [dp_opt(), "-passes=import-onnx," + passes, "-cluster=" + two_cpus,
+         "-disable-output", str(tmp_path / "m.onnx")],
+        capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1
+    hint = re.search(r"import-onnx\{bound=([^:]+):N\}", proc.stderr)
+    assert hint, proc.stderr
+    proc = subprocess.run(
+        [dp_opt(), "-passes=import-onnx{bound=%s:12}," % hint.group(1) +
+         passes, "-cluster=" + two_cpus, "-disable-output",
+         str(tmp_path / "m.onnx")],
+        capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    np.savez(str(tmp_path / "in.npz"), x=x.numpy())
+    run_runtime(["run", "p.placed.onnx", "--steps", "1", "--warmup", "0",
+                 "--inputs", "in.npz", "--outputs", "out.npz",
+                 "--require-weights"], tmp_path)
+    with torch.no_grad():
+        ref = m(x).numpy()
+    got = np.load(str(tmp_path / "out.npz"))["y"]
+    assert max_rel_err(got, ref) < TOL

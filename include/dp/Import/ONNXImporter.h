@@ -59,9 +59,15 @@ struct ImportOptions {
   /// (a number, or true/false), so that what the model computes from it at
   /// import time folds (an If on a sample rate takes one branch).
   std::vector<std::pair<std::string, std::string>> Values;
+  /// Gives the dimensions of the tensor named first that depend on tensor
+  /// values (NonZero's count, NonMaxSuppression's boxes) the upper bound
+  /// second, and so every dimension shape inference derived from them: the
+  /// graph is then costed and placed at that bound.
+  std::vector<std::pair<std::string, int64_t>> Bounds;
 
   bool empty() const {
-    return !Batch && Dims.empty() && Shapes.empty() && Values.empty();
+    return !Batch && Dims.empty() && Shapes.empty() && Values.empty() &&
+           Bounds.empty();
   }
 };
 
@@ -124,8 +130,8 @@ public:
   llvm::Error run(Graph &G, PassContext &Ctx);
   void printPipeline(llvm::raw_ostream &OS) const;
 
-  /// batch=N, and dim=NAME:N, shape=NAME:D0xD1x... and value=NAME:V
-  /// (each repeatable), bound to \p O.
+  /// batch=N, and dim=NAME:N, shape=NAME:D0xD1x..., value=NAME:V and
+  /// bound=TENSOR:N (each repeatable), bound to \p O.
   static OptionTable describeOptions(ImportOptions &O);
   static llvm::Expected<ImportOptions> parseOptions(OptionList Options) {
     return parsePassOptions<ImportOptions>(Options, describeOptions);
