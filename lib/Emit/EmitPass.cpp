@@ -321,6 +321,10 @@ public:
         Dot(std::move(Dot)) {
     if (const PlacementSearch *Search = Ctx.Analyses.get<PlacementSearch>())
       S.Search = *Search;
+    StringRef Input =
+        Opts.Model.empty() ? Ctx.Input.getBufferIdentifier() : Opts.Model;
+    if (!Input.empty() && Input != "-" && Input != "<stdin>")
+      S.ModelFile = Input.str();
   }
 
   /// Reads and maps the user's model and computes the device map, before

@@ -7,11 +7,13 @@
 #include "EmitInternal.h"
 #include "dp/Emit/Emit.h"
 #include "dp/IR/Annotations.h"
+#include "dp/IR/Types.h"
 #include "dp/Support/Format.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
 
 #include <algorithm>
 #include <cmath>
@@ -234,6 +236,18 @@ svg.timeline rect.bar { stroke: #555; stroke-width: 0.3; }
 .oom { color: #c00; font-weight: bold; }
 )";
 
+/// "training (optimizer adam)" when \p G has update ops (training-graph's
+/// `phase`), else "inference".
+static std::string describeStep(const Graph &G) {
+  for (const Op &Node : G.ops())
+    if (ann::get(Node, ann::Phase).getValueOr("") == "update") {
+      StringRef Type = Node.Type;
+      Type.consume_back("Update");
+      return "training (optimizer " + Type.lower() + ")";
+    }
+  return "inference";
+}
+
 /// The summary table: the placer, the step time against its bounds and
 /// the best single device, transfers and memory.
 static void writeHTMLSummary(HTMLWriter &H, const PlacedStep &S) {
@@ -248,6 +262,19 @@ static void writeHTMLSummary(HTMLWriter &H, const PlacedStep &S) {
     H.text(Key) << "</th><td>";
     H.text(Value.str()) << "</td></tr>\n";
   };
+  if (!S.ModelFile.empty())
+    Row("model", S.ModelFile);
+  Row("step", describeStep(G));
+  std::string Inputs;
+  raw_string_ostream InputsOS(Inputs);
+  ListSeparator LS(", ");
+  for (TensorId T : G.getInputs()) {
+    const Tensor &In = G.getTensor(T);
+    InputsOS << LS << In.Name << " ";
+    printTensorType(InputsOS, In.Type);
+  }
+  InputsOS.flush();
+  Row("inputs", Inputs.empty() ? "none" : Inputs);
   Row("placer", ann::get(G, ann::Placer).getValueOr("given"));
   Row("ops", Twine(G.getNumOps()));
   Row("predicted step time", formatSeconds(R.StepTime));
@@ -385,7 +412,11 @@ void writeHTMLReport(raw_ostream &OS, const PlacedStep &S, StringRef GraphSVG) {
   const Graph &G = *S.G;
   const Cluster &C = *S.C;
   HTMLWriter H(OS);
-  std::string Title = ("dp: " + G.getName() + " on " + C.getName()).str();
+  // Named by the model's file where there is one: exporters name every
+  // graph alike ("torch_jit").
+  StringRef Name =
+      S.ModelFile.empty() ? G.getName() : sys::path::filename(S.ModelFile);
+  std::string Title = ("dp: " + Name + " on " + C.getName()).str();
   H << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
     << "<title>";
   H.text(Title) << "</title>\n<style>" << HTMLStyle << "</style>\n</head>\n"

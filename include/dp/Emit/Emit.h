@@ -79,6 +79,9 @@ struct PlacedStep {
 
   /// What the reports warn about: nodes and modules split across devices.
   std::vector<std::string> Warnings;
+  /// The user's model file the reports name ("" when it came from a
+  /// pipe): emit{model=} or the pipeline's input.
+  std::string ModelFile;
 
   /// The step of \p G that \p Sim simulated, mapped to the user's nodes.
   static PlacedStep build(const Graph &G, const StepSimulation &Sim);
