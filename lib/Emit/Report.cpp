@@ -303,6 +303,85 @@ static void writeHTMLSummary(HTMLWriter &H, const PlacedStep &S) {
   H << "</table>\n";
 }
 
+/// Each device's live bytes over the step (the simulator's memory
+/// samples), one row per device that holds any, drawn as a step line
+/// against the device's capacity.
+static void writeMemoryChart(HTMLWriter &H, const PlacedStep &S) {
+  const Cluster &C = *S.C;
+  const SimResult &R = S.Result;
+  unsigned D = C.getNumDevices();
+  std::vector<std::vector<std::pair<double, uint64_t>>> Samples(D);
+  for (const MemorySample &M : R.Memory)
+    Samples[M.Device].emplace_back(M.Time, M.Bytes);
+  std::vector<unsigned> Shown;
+  for (unsigned Dev = 0; Dev != D; ++Dev)
+    if (R.PeakBytes[Dev])
+      Shown.push_back(Dev);
+  if (Shown.empty() || R.Memory.empty())
+    return;
+  constexpr double LabelWidth = 230, PlotWidth = 900, RowHeight = 44, Top = 8;
+  double Step = R.StepTime > 0 ? R.StepTime : 1;
+  double Scale = PlotWidth / Step;
+  double Height = Top + Shown.size() * RowHeight + 8;
+  H << "<h2>Memory over the step</h2>\n<p>Each device's live bytes "
+       "(weights, activations, workspaces, received copies), from 0 to its "
+       "peak; the label gives the peak against the capacity.</p>\n";
+  H.raw() << formatv("<svg xmlns=\"http://www.w3.org/2000/svg\" "
+                     "class=\"memory\" width=\"{0}\" height=\"{1}\" "
+                     "viewBox=\"0 0 {0} {1}\" role=\"img\">\n",
+                     LabelWidth + PlotWidth + 20, Height);
+  H << "<title>live bytes per device over the simulated step</title>\n";
+  for (unsigned Row = 0; Row != Shown.size(); ++Row) {
+    unsigned Dev = Shown[Row];
+    double Base = Top + (Row + 1) * RowHeight - 6, Span = RowHeight - 12;
+    double Peak = double(R.PeakBytes[Dev]);
+    H.raw() << formatv("<text x=\"4\" y=\"{0}\" class=\"lane\">",
+                       Base - Span / 2);
+    H.text(C.getDevices()[Dev].Name + ": " + formatBytes(R.PeakBytes[Dev]) +
+           " of " + formatBytes(C.getDeviceType(Dev).MemoryBytes))
+        << "</text>\n";
+    std::string Points;
+    raw_string_ostream PS(Points);
+    double Y = Base;
+    PS << formatv("{0},{1}", LabelWidth, Base);
+    for (auto [T, Bytes] : Samples[Dev]) {
+      double X = LabelWidth + T * Scale;
+      PS << formatv(" {0},{1}", X, Y);
+      Y = Base - Span * double(Bytes) / Peak;
+      PS << formatv(" {0},{1}", X, Y);
+    }
+    PS << formatv(" {0},{1}", LabelWidth + PlotWidth, Y);
+    H.raw() << "<polyline fill=\"none\" stroke=\"" << getDeviceColor(Dev)
+            << "\" stroke-width=\"1.5\" points=\"" << PS.str() << "\"/>\n";
+  }
+  H << "</svg>\n";
+}
+
+/// Every node of the user's model with its device and compute time, in
+/// the order of its first op: which op runs where, for the browser's
+/// find-in-page.
+static void writeHTMLNodes(HTMLWriter &H, const PlacedStep &S) {
+  if (S.Nodes.empty())
+    return;
+  const Cluster &C = *S.C;
+  H << "<h2>Nodes by device</h2>\n<details>\n<summary>"
+    << std::to_string(S.Nodes.size())
+    << " nodes of the model: device and compute time of each</summary>\n"
+       "<table class=\"nodes\">\n<tr><th>node</th><th>device</th>"
+       "<th>compute</th></tr>\n";
+  for (const PlacedStep::NodePlacement &N : S.Nodes) {
+    double Time = 0;
+    for (const auto &[Dev, T] : N.Time)
+      Time += T;
+    H << "<tr><td>";
+    H.text(N.Name) << "</td><td>";
+    H.text(C.getDevices()[N.Device].Name + (N.isSplit() ? " (split)" : ""))
+        << "</td><td class=\"num\">";
+    H.text(formatSeconds(Time)) << "</td></tr>\n";
+  }
+  H << "</table>\n</details>\n";
+}
+
 /// Per device: its ops, busy time, load and peak memory.
 static void writeHTMLDevices(HTMLWriter &H, const PlacedStep &S) {
   const Cluster &C = *S.C;
@@ -428,9 +507,11 @@ void writeHTMLReport(raw_ostream &OS, const PlacedStep &S, StringRef GraphSVG) {
        "that carried data; hover over a bar for its ops.</p>\n";
   writeTimeline(H, S);
   writeHTMLDevices(H, S);
+  writeMemoryChart(H, S);
   writeHTMLLinks(H, S);
   writeHTMLCriticalPath(H, S);
   writeHTMLWarnings(H, S);
+  writeHTMLNodes(H, S);
   writeHTMLGraph(H, GraphSVG);
   H << "</body>\n</html>\n";
 }
