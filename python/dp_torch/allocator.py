@@ -123,11 +123,15 @@ def exec_with_huge_pages(argv):
     if NO_HUGE_PAGES in argv:
         return
     env = huge_page_env(os.environ)
-    if env is None:
+    if env is None or not sys.executable:
         return
     sys.stdout.flush()
     sys.stderr.flush()
-    os.execve(sys.executable, [sys.executable, "-m", "dp_torch"] + argv, env)
+    try:
+        os.execve(sys.executable, [sys.executable, "-m", "dp_torch"] + argv,
+                  env)
+    except OSError:
+        return  # run on as started, on 4 KiB pages
 
 
 def huge_page_bytes():
