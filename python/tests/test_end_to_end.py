@@ -219,6 +219,14 @@ def test_split_declares_shapes_the_export_left_out(tmp_path, two_cpus):
                 declared[0].type.tensor_type.shape.dim] == [2, 3]
 
 
+def _run_dp_opt(tmp, cluster, passes):
+    """dp-opt -passes=PASSES on tmp/m.onnx; the finished process."""
+    return subprocess.run(
+        [dp_opt(), "-passes=" + passes, "-cluster=" + cluster,
+         "-disable-output", str(tmp / "m.onnx")],
+        capture_output=True, text=True, timeout=300)
+
+
 class _EmptyMemory(torch.nn.Module):
     """A block that concatenates its (empty) memory with its input, as
     recurrent and transformer-XL-style modules do before their first
@@ -246,11 +254,9 @@ def test_empty_concat_input_is_dropped_with_a_note(tmp_path, two_cpus):
     concat = [n for n in src.graph.node if n.op_type == "Concat"]
     assert concat and len(concat[0].input) == 2
     np.savez(str(tmp_path / "in.npz"), x=x.numpy())
-    proc = subprocess.run(
-        [dp_opt(), "-passes=import-onnx,cost-annotate,place{algo=expert},"
-         "emit{format=onnx,out=%s/placed}" % tmp_path,
-         "-cluster=" + two_cpus, "-disable-output", str(tmp_path / "m.onnx")],
-        capture_output=True, text=True, timeout=300)
+    proc = _run_dp_opt(tmp_path, two_cpus, "import-onnx,cost-annotate,"
+                       "place{algo=expert},emit{format=onnx,out=%s/placed}"
+                       % tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "dropped the empty 1-D input '%s' of Concat" % \
         concat[0].input[0] in proc.stderr
@@ -296,11 +302,9 @@ def test_folded_batchnorm_is_warned_of(tmp_path, two_cpus, folding):
             else torch.onnx.TrainingMode.PRESERVE)
     torch.onnx.export(m, (x,), str(tmp_path / "m.onnx"), opset_version=14,
                       training=mode, input_names=["x"], output_names=["y"])
-    proc = subprocess.run(
-        [dp_opt(), "-passes=import-onnx,cost-annotate,place{algo=expert},"
-         "emit{format=device-map,out=%s/placed}" % tmp_path,
-         "-cluster=" + two_cpus, "-disable-output", str(tmp_path / "m.onnx")],
-        capture_output=True, text=True, timeout=300)
+    proc = _run_dp_opt(tmp_path, two_cpus, "import-onnx,cost-annotate,"
+                       "place{algo=expert},emit{format=device-map,"
+                       "out=%s/placed}" % tmp_path)
     assert proc.returncode == 0, proc.stderr
     with open(str(tmp_path / "placed.device_map.json")) as f:
         device_map = json.load(f)
@@ -343,18 +347,12 @@ def test_value_dependent_dimension_takes_a_bound(tmp_path, two_cpus):
     export(m, (x,), str(tmp_path / "m.onnx"), ["x"], ["y"])
     passes = "cost-annotate,place{algo=expert},emit{format=onnx,out=%s/p}" \
         % tmp_path
-    proc = subprocess.run(
-        [dp_opt(), "-passes=import-onnx," + passes, "-cluster=" + two_cpus,
-         "-disable-output", str(tmp_path / "m.onnx")],
-        capture_output=True, text=True, timeout=300)
+    proc = _run_dp_opt(tmp_path, two_cpus, "import-onnx," + passes)
     assert proc.returncode == 1
     hint = re.search(r"import-onnx\{bound=([^:]+):N\}", proc.stderr)
     assert hint, proc.stderr
-    proc = subprocess.run(
-        [dp_opt(), "-passes=import-onnx{bound=%s:12}," % hint.group(1) +
-         passes, "-cluster=" + two_cpus, "-disable-output",
-         str(tmp_path / "m.onnx")],
-        capture_output=True, text=True, timeout=300)
+    proc = _run_dp_opt(tmp_path, two_cpus, "import-onnx{bound=%s:12},"
+                       % hint.group(1) + passes)
     assert proc.returncode == 0, proc.stderr
     np.savez(str(tmp_path / "in.npz"), x=x.numpy())
     run_runtime(["run", "p.placed.onnx", "--steps", "1", "--warmup", "0",
