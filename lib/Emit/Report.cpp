@@ -131,14 +131,15 @@ static void writeTimeline(HTMLWriter &H, const PlacedStep &S) {
     H.text(Label) << "</text>\n";
   };
   auto DrawBars = [&](unsigned Lane, ArrayRef<Bar> Bars, StringRef Fill,
+                      StringRef Class,
                       function_ref<std::string(const Bar &)> Title) {
     for (const Bar &B : Bars) {
       double X = LabelWidth + B.Start * Scale;
       double W = std::max((B.End - B.Start) * Scale, 0.5);
       H.raw() << formatv("<rect x=\"{0:F2}\" y=\"{1}\" width=\"{2:F2}\" "
-                         "height=\"{3}\" fill=\"{4}\" class=\"bar\"><title>",
+                         "height=\"{3}\" fill=\"{4}\" class=\"{5}\"><title>",
                          X, Top + Lane * LaneHeight + 3, W, LaneHeight - 6,
-                         Fill);
+                         Fill, Class);
       H.text(Title(B)) << "</title></rect>\n";
     }
   };
@@ -157,20 +158,29 @@ static void writeTimeline(HTMLWriter &H, const PlacedStep &S) {
     llvm::stable_sort(Ops, [&](uint32_t A, uint32_t B) {
       return OpSpans[A].first < OpSpans[B].first;
     });
-    DrawBars(Dev, makeBars(OpSpans, Ops, MinGap), getDeviceColor(Dev),
-             [&](const Bar &B) {
-               const Op &Node = G.getOp(B.First);
-               StringRef Name =
-                   Node.SourceName.empty() ? Node.Name : Node.SourceName;
-               if (B.Count == 1)
-                 return (Name + " (" + G.getQualifiedType(B.First) +
-                         "): " + formatSeconds(B.End - B.Start) + " from " +
-                         formatSeconds(B.Start))
+    // A training step's backward and update ops are drawn apart from its
+    // forward ops, lighter (class "bwd"), each set merged on its own.
+    std::vector<uint32_t> Forward, Backward;
+    for (uint32_t O : Ops) {
+      StringRef Phase = ann::get(G.getOp(O), ann::Phase).getValueOr("");
+      (Phase == "backward" || Phase == "update" ? Backward : Forward)
+          .push_back(O);
+    }
+    for (bool Bwd : {false, true})
+      DrawBars(Dev, makeBars(OpSpans, Bwd ? Backward : Forward, MinGap),
+               getDeviceColor(Dev), Bwd ? "bar bwd" : "bar", [&](const Bar &B) {
+                 const Op &Node = G.getOp(B.First);
+                 StringRef Name =
+                     Node.SourceName.empty() ? Node.Name : Node.SourceName;
+                 if (B.Count == 1)
+                   return (Name + " (" + G.getQualifiedType(B.First) +
+                           "): " + formatSeconds(B.End - B.Start) + " from " +
+                           formatSeconds(B.Start))
+                       .str();
+                 return (Twine(B.Count) + " ops from " + Name + ", " +
+                         formatSeconds(B.Start) + " to " + formatSeconds(B.End))
                      .str();
-               return (Twine(B.Count) + " ops from " + Name + ", " +
-                       formatSeconds(B.Start) + " to " + formatSeconds(B.End))
-                   .str();
-             });
+               });
   }
 
   // Transfers per link direction.
@@ -189,7 +199,7 @@ static void writeTimeline(HTMLWriter &H, const PlacedStep &S) {
     llvm::stable_sort(Xfers, [&](uint32_t A, uint32_t B) {
       return XferSpans[A].first < XferSpans[B].first;
     });
-    DrawBars(D + L, makeBars(XferSpans, Xfers, MinGap), "#9e9e9e",
+    DrawBars(D + L, makeBars(XferSpans, Xfers, MinGap), "#9e9e9e", "bar",
              [&](const Bar &B) {
                const TransferRecord &T = R.Transfers[B.First];
                const Tensor &Tn = G.getTensor(T.Tensor);
@@ -232,6 +242,7 @@ svg.timeline text { font-size: 11px; fill: #333; }
 svg.timeline text.tick { fill: #777; }
 svg.timeline line.grid { stroke: #e4e4e4; }
 svg.timeline rect.bar { stroke: #555; stroke-width: 0.3; }
+svg.timeline rect.bwd { fill-opacity: 0.5; }
 .warn { color: #a33; }
 .oom { color: #c00; font-weight: bold; }
 )";
@@ -504,7 +515,8 @@ void writeHTMLReport(raw_ostream &OS, const PlacedStep &S, StringRef GraphSVG) {
 
   writeHTMLSummary(H, S);
   H << "<h2>Timeline</h2>\n<p>One lane per device and per link direction "
-       "that carried data; hover over a bar for its ops.</p>\n";
+       "that carried data; hover over a bar for its ops. A training step's "
+       "backward and update ops are the lighter bars.</p>\n";
   writeTimeline(H, S);
   writeHTMLDevices(H, S);
   writeMemoryChart(H, S);
