@@ -99,6 +99,8 @@ static void writeTimeline(HTMLWriter &H, const PlacedStep &S) {
   const SimResult &R = S.Result;
   unsigned D = C.getNumDevices();
   constexpr double LabelWidth = 230, PlotWidth = 900, LaneHeight = 22, Top = 24;
+  // Room for the last tick's label ("1.250 ms"), which starts at its tick.
+  constexpr double RightMargin = 64;
   double Step = R.StepTime > 0 ? R.StepTime : 1;
   double Scale = PlotWidth / Step;
   double MinGap = 0.5 / Scale;
@@ -113,7 +115,7 @@ static void writeTimeline(HTMLWriter &H, const PlacedStep &S) {
   H.raw() << formatv("<svg xmlns=\"http://www.w3.org/2000/svg\" "
                      "class=\"timeline\" width=\"{0}\" height=\"{1}\" "
                      "viewBox=\"0 0 {0} {1}\" role=\"img\">\n",
-                     LabelWidth + PlotWidth + 20, Height);
+                     LabelWidth + PlotWidth + RightMargin, Height);
   H << "<title>simulated step timeline</title>\n";
   // Axis with round ticks.
   double Tick = getTickStep(Step, 8);
@@ -514,11 +516,12 @@ void writeHTMLReport(raw_ostream &OS, const PlacedStep &S, StringRef GraphSVG) {
   H.text(Title) << "</h1>\n";
 
   writeHTMLSummary(H, S);
+  // The device table before the timeline, which grows with the links.
+  writeHTMLDevices(H, S);
   H << "<h2>Timeline</h2>\n<p>One lane per device and per link direction "
        "that carried data; hover over a bar for its ops. A training step's "
        "backward and update ops are the lighter bars.</p>\n";
   writeTimeline(H, S);
-  writeHTMLDevices(H, S);
   writeMemoryChart(H, S);
   writeHTMLLinks(H, S);
   writeHTMLCriticalPath(H, S);
