@@ -24,6 +24,8 @@ from .module import (Optimizer, PlacedModule, as_tensor, check_device_map,
 from .profiling import profile_steps
 
 PROG = "dp_torch"
+# --nproc auto: one rank per device of the placement.
+AUTO = "auto"
 
 
 def _formatwarning(message, category, filename, lineno, line=None):
@@ -71,9 +73,9 @@ def make_parser():
     r.add_argument("--require-weights", action="store_true",
                    help="a weight without data is an error instead of "
                    "seeded data")
-    r.add_argument("--nproc", type=int, default=None,
+    r.add_argument("--nproc", type=_nproc, default=None,
                    help="start this many local ranks (one per device of "
-                   "the placement)")
+                   "the placement; 'auto': as many as it uses)")
     r.add_argument("--schedule", choices=["lazy", "lockstep"], default=None,
                    help="message order between ranks (default: lazy on "
                    "gloo, lockstep on NCCL)")
@@ -95,6 +97,17 @@ def make_parser():
     return p
 
 
+def _nproc(text):
+    """--nproc's value: 'auto' or an integer (checked in main)."""
+    if text == AUTO:
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            "must be 'auto' or a number of ranks, not '%s'" % text)
+
+
 def fail(message):
     sys.stderr.write("%s: %s\n" % (PROG, message))
     return 1
@@ -114,14 +127,16 @@ def main(argv=None):
     if args.warmup < 0:
         return fail("error: --warmup must not be negative")
     if args.nproc is not None and "DP_TORCH_CHILD" not in os.environ:
-        if args.nproc < 1:
+        if args.nproc != AUTO and args.nproc < 1:
             return fail("error: --nproc must be at least 1")
         try:
-            check_launch(args)
+            ranks = check_launch(args)
         except RuntimeError_ as e:
             return fail(str(e))
-        return launch(args.nproc, argv if argv is not None else sys.argv[1:],
-                      args.timeout)
+        if ranks > 1:
+            return launch(ranks, argv if argv is not None else sys.argv[1:],
+                          args.timeout)
+        args.nproc = None  # one device: this process is the one rank
     try:
         if int(os.environ.get("WORLD_SIZE", "1")) > 1:
             return run_rank(args)
@@ -143,16 +158,20 @@ def _free_port():
 def check_launch(args):
     """The errors every rank would report, reported once before any rank
     starts: a bad model, a device map that does not fit it or this
-    machine, a rank count that is not the placement's device count."""
+    machine, a rank count that is not the placement's device count.
+    Returns the rank count (--nproc auto: the placement's devices)."""
     graph = PlacedGraph(args.model, seed=args.seed,
                         require_weights=args.require_weights)
     check_device_map(graph, parse_device_map(args.device_map))
+    if args.nproc == AUTO:
+        return len(graph.devices)
     if args.nproc != len(graph.devices):
         raise RuntimeError_(
             "%s: error: the placement uses %d devices (%s), so it runs on "
             "%d ranks, not %d" % (args.model, len(graph.devices),
                                   ", ".join(graph.devices),
                                   len(graph.devices), args.nproc))
+    return args.nproc
 
 
 def launch(nproc, argv, timeout):

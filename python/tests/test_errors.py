@@ -157,6 +157,27 @@ def test_rank_count_does_not_match_the_placement(mlp):
     assert not (mlp / "r.json").exists()
 
 
+@pytest.mark.parametrize("devices", [1, 2])
+def test_nproc_auto_runs_a_rank_per_device(mlp, devices):
+    """--nproc auto: as many ranks as the placement has devices (one: this
+    process)."""
+    place_by_hand(str(mlp / "mlp.onnx"), str(mlp / "p.onnx"),
+                  lambda i, n: "cpu:%d" % (i % devices))
+    run_runtime(["run", "p.onnx", "--nproc", "auto", "--steps", "1",
+                 "--warmup", "0", "--report", "r.json"], mlp)
+    assert json.loads((mlp / "r.json").read_text())["ranks"] == devices
+
+
+def test_nproc_that_is_no_number(mlp):
+    place_by_hand(str(mlp / "mlp.onnx"), str(mlp / "p.onnx"),
+                  lambda i, n: "cpu:0")
+    proc = run_runtime(["run", "p.onnx", "--nproc", "two"], mlp,
+                       expect_ok=False)
+    assert proc.returncode == 2, proc.stderr
+    assert "--nproc: must be 'auto' or a number of ranks, not 'two'" in \
+        proc.stderr, proc.stderr
+
+
 def test_model_not_placed_by_dp(mlp):
     _fails(mlp, ["run", "mlp.onnx"],
            "the model was not placed by dp (no 'dp.placement' metadata)")
