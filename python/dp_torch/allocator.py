@@ -21,9 +21,9 @@ and later madvise its heaps when GLIBC_TUNABLES has glibc.malloc.hugetlb=1,
 and torch 2.1 and later its own big blocks when THP_MEM_ALLOC_ENABLE=1.
 Both are read when a process starts, so `python3 -m dp_torch` starts
 itself once more with them (`exec_with_huge_pages`), and its ranks inherit
-them. On this project's virtual machine a 4 KiB page misses the TLB twice
-over (the guest's page tables, then the host's), and which host pages back
-a process differs from one process to the next: the same single-device
+them. On this project's virtual machine memory-bound ops ran at
+process-dependent speeds on 4 KiB pages (likely nested paging: a TLB miss
+walks the guest's page tables, then the host's): the same single-device
 GNMT-4 training step measured 462 to 705 ms per process (median of 10
 steps; 4 processes) with 4 KiB pages and 413 to 422 ms with huge pages,
 its minor faults down from 170 000 to 18 000 (docs/runtime.md).
