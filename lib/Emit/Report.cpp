@@ -400,9 +400,28 @@ static void writeHTMLDevices(HTMLWriter &H, const PlacedStep &S) {
   const Cluster &C = *S.C;
   const SimResult &R = S.Result;
   unsigned D = C.getNumDevices();
+  // What the peak holds for the whole step: the weights at home on the
+  // device (its first reader's) and the ops' persistent bytes, the
+  // optimizer's state apart; the rest of the peak is activations,
+  // gradients, received copies and workspaces.
+  const Graph &G = *S.G;
+  std::vector<uint64_t> Weights(D, 0), OptState(D, 0), Persistent(D, 0);
+  for (TensorId T : G.getWeights()) {
+    const Tensor &W = G.getTensor(T);
+    if (!W.Uses.empty())
+      Weights[S.Placement[W.Uses.front().User]] +=
+          W.Type.getSizeInBytes().getValueOr(0);
+  }
+  for (OpId O = 0, E = G.getNumOps(); O != E; ++O) {
+    const Op &Node = G.getOp(O);
+    int64_t Bytes = ann::get(Node, ann::PersistentBytes).getValueOr(0);
+    bool Update = ann::get(Node, ann::Phase).getValueOr("") == "update";
+    (Update ? OptState : Persistent)[S.Placement[O]] += uint64_t(Bytes);
+  }
   H << "<h2>Devices</h2>\n<table class=\"devices\">\n<tr><th>device</th>"
        "<th>type</th><th>ops</th><th>busy</th><th>load</th><th></th>"
-       "<th>peak memory</th><th>capacity</th><th></th></tr>\n";
+       "<th>peak memory</th><th>capacity</th><th></th><th>of the peak"
+       "</th></tr>\n";
   for (unsigned Dev = 0; Dev != D; ++Dev) {
     double Load = R.StepTime > 0 ? R.BusyTime[Dev] / R.StepTime * 100 : 0;
     uint64_t Cap = C.getDeviceType(Dev).MemoryBytes;
@@ -420,7 +439,16 @@ static void writeHTMLDevices(HTMLWriter &H, const PlacedStep &S) {
     H.text(formatBytes(R.PeakBytes[Dev])) << "</td><td class=\"num\">";
     H.text(formatBytes(Cap)) << "</td><td>";
     writeMeter(H, Mem, Mem > 100 ? "#c00" : "#59a14f");
-    H << "</td></tr>\n";
+    uint64_t Held = Weights[Dev] + OptState[Dev] + Persistent[Dev];
+    uint64_t Rest = R.PeakBytes[Dev] - std::min(R.PeakBytes[Dev], Held);
+    std::string Parts = "weights " + formatBytes(Weights[Dev]);
+    if (OptState[Dev])
+      Parts += ", optimizer state " + formatBytes(OptState[Dev]);
+    if (Persistent[Dev])
+      Parts += ", other persistent " + formatBytes(Persistent[Dev]);
+    Parts += ", activations and the rest " + formatBytes(Rest);
+    H << "</td><td>";
+    H.text(R.PeakBytes[Dev] ? Parts : "") << "</td></tr>\n";
   }
   H << "</table>\n";
 }
