@@ -225,7 +225,8 @@ TEST(PassRegistryTest, DocumentsTheOptionSyntax) {
   const PassInfo *Import = findPass("import-onnx");
   ASSERT_NE(Import, nullptr);
   EXPECT_EQ(Import->Params,
-            "batch=N,dim=NAME:N,shape=NAME:D0xD1x...,value=NAME:V");
+            "batch=N,dim=NAME:N,shape=NAME:D0xD1x...,value=NAME:V,"
+            "bound=TENSOR:N");
   const PassInfo *Verify = findPass("verify");
   ASSERT_NE(Verify, nullptr);
   EXPECT_TRUE(Verify->Params.empty());
@@ -266,7 +267,8 @@ TEST(PassRegistryTest, PrintPassNamesListsEveryPass) {
     EXPECT_TRUE(contains(OS.str(), "  " + P.Name.str())) << OS.str();
   EXPECT_TRUE(contains(
       OS.str(),
-      "import-onnx{batch=N,dim=NAME:N,shape=NAME:D0xD1x...,value=NAME:V}"))
+      "import-onnx{batch=N,dim=NAME:N,shape=NAME:D0xD1x...,value=NAME:V,"
+      "bound=TENSOR:N}"))
       << OS.str();
 }
 
