@@ -38,10 +38,13 @@ def _weights_as_inputs(model):
     its type, as utils/export-models.py validates them."""
     from onnx import helper
     kept = []
+    # An old model declares its weights as inputs too (with a default).
+    inputs = {i.name for i in model.graph.input}
     for t in model.graph.initializer:
         if t.data_location == onnx.TensorProto.EXTERNAL:
-            model.graph.input.append(helper.make_tensor_value_info(
-                t.name, t.data_type, list(t.dims)))
+            if t.name not in inputs:
+                model.graph.input.append(helper.make_tensor_value_info(
+                    t.name, t.data_type, list(t.dims)))
         else:
             kept.append(t)
     del model.graph.initializer[:]
@@ -108,6 +111,16 @@ def test_random_placement_splits_into_valid_models(tmp_path, entry):
         manifest = json.load(f)
     files = [seg["file"] for seg in manifest["segments"]]
     assert len(files) >= 2, entry["file"]
+    newer = []
     for name in files:
         seg = onnx.load(str(tmp_path / name), load_external_data=False)
+        if seg.ir_version > onnx.IR_VERSION:
+            # The segments keep the model's IR version, which this onnx
+            # cannot check (emit checked them as import-onnx reads them).
+            newer.append(name)
+            continue
         onnx.checker.check_model(_weights_as_inputs(seg), full_check=True)
+    if newer:
+        pytest.skip("IR %d is newer than this onnx's checker (%d): %d "
+                    "segments checked by emit only"
+                    % (seg.ir_version, onnx.IR_VERSION, len(newer)))
