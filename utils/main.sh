@@ -27,7 +27,7 @@ name=$(basename "$model" .onnx)
   -summary="$out/$name.summary.json" \
   "$model" "$@" >&2
 devices=$("$build/bin/dp-opt" -print-cluster -cluster=p100x4 |
-  sed -n 's/^ *\(gpu:[0-9]*\) .*/\1=cpu/p' | paste -sd, -)
+  sed -n '/^devices:/,/^$/s/^ *\(gpu:[0-9]*\) .*/\1=cpu/p' | paste -sd, -)
 {
   echo
   echo "main: the report is $out/$name.report.txt; as a page," \
