@@ -80,18 +80,22 @@ def thp_mode(path=THP_ENABLED):
     return None
 
 
-def _has_hugetlb(tunables):
-    return any(t.split("=")[0] == HUGETLB_TUNABLE
-               for t in tunables.split(":"))
+def _hugetlb_setting(tunables):
+    """The value the GLIBC_TUNABLES text gives glibc.malloc.hugetlb,
+    or None where it does not name it."""
+    for t in tunables.split(":"):
+        key, _, value = t.partition("=")
+        if key == HUGETLB_TUNABLE:
+            return value
+    return None
 
 
 def huge_pages_requested(environ=None):
     """Whether this process started with glibc.malloc.hugetlb set (to
     anything but 0)."""
     environ = os.environ if environ is None else environ
-    return any(t.split("=")[0] == HUGETLB_TUNABLE and
-               t.split("=", 1)[-1] not in ("", "0")
-               for t in environ.get("GLIBC_TUNABLES", "").split(":"))
+    return _hugetlb_setting(environ.get("GLIBC_TUNABLES", "")) not in (
+        None, "", "0")
 
 
 def huge_page_env(environ, glibc=None, mode=None):
@@ -107,7 +111,7 @@ def huge_page_env(environ, glibc=None, mode=None):
     if mode not in ("always", "madvise"):
         return None
     tunables = environ.get("GLIBC_TUNABLES", "")
-    if _has_hugetlb(tunables):
+    if _hugetlb_setting(tunables) is not None:
         return None
     env = dict(environ)
     env["GLIBC_TUNABLES"] = ":".join(
