@@ -150,15 +150,19 @@ void EmitPass::printPipeline(raw_ostream &OS) const {
   OS << '}';
 }
 
+/// Whether \p Input names a file (not a pipe or standard input).
+static bool isFileName(StringRef Input) {
+  return !Input.empty() && Input != "-" && Input != "<stdin>";
+}
+
 /// The output prefix: out= as given, or in the directory it names, the
 /// input's file name without its extension.
 static Expected<std::string> getOutputPrefix(const EmitOptions &Opts,
                                              const Graph &G,
                                              const PassContext &Ctx) {
   StringRef Input = Ctx.Input.getBufferIdentifier();
-  std::string Stem = Input.empty() || Input == "-" || Input == "<stdin>"
-                         ? G.getName().str()
-                         : sys::path::stem(Input).str();
+  std::string Stem =
+      isFileName(Input) ? sys::path::stem(Input).str() : G.getName().str();
   StringRef Out = Opts.Out;
   SmallString<256> Prefix;
   if (Out.empty() || Out.endswith("/") || sys::fs::is_directory(Out)) {
@@ -323,7 +327,7 @@ public:
       S.Search = *Search;
     StringRef Input =
         Opts.Model.empty() ? Ctx.Input.getBufferIdentifier() : Opts.Model;
-    if (!Input.empty() && Input != "-" && Input != "<stdin>")
+    if (isFileName(Input))
       S.ModelFile = Input.str();
   }
 

@@ -93,12 +93,27 @@ static double getTickStep(double Span, unsigned Ticks) {
   return 10 * Pow;
 }
 
+/// The charts' layout: a label column, then the step across the plot.
+static constexpr double LabelWidth = 230, PlotWidth = 900;
+
+/// Opens a chart's <svg> of class \p Class, \p Height high, with room
+/// \p RightMargin right of the plot, and its \p Title.
+static void openChart(HTMLWriter &H, StringRef Class, double Height,
+                      double RightMargin, StringRef Title) {
+  H.raw() << formatv("<svg xmlns=\"http://www.w3.org/2000/svg\" "
+                     "class=\"{0}\" width=\"{1}\" height=\"{2}\" "
+                     "viewBox=\"0 0 {1} {2}\" role=\"img\">\n",
+                     Class, LabelWidth + PlotWidth + RightMargin, Height);
+  H << "<title>";
+  H.text(Title) << "</title>\n";
+}
+
 static void writeTimeline(HTMLWriter &H, const PlacedStep &S) {
   const Graph &G = *S.G;
   const Cluster &C = *S.C;
   const SimResult &R = S.Result;
   unsigned D = C.getNumDevices();
-  constexpr double LabelWidth = 230, PlotWidth = 900, LaneHeight = 22, Top = 24;
+  constexpr double LaneHeight = 22, Top = 24;
   // Room for the last tick's label ("1.250 ms"), which starts at its tick.
   constexpr double RightMargin = 64;
   double Step = R.StepTime > 0 ? R.StepTime : 1;
@@ -112,11 +127,7 @@ static void writeTimeline(HTMLWriter &H, const PlacedStep &S) {
       Channels.push_back(Ch);
   unsigned Lanes = D + Channels.size();
   double Height = Top + Lanes * LaneHeight + 8;
-  H.raw() << formatv("<svg xmlns=\"http://www.w3.org/2000/svg\" "
-                     "class=\"timeline\" width=\"{0}\" height=\"{1}\" "
-                     "viewBox=\"0 0 {0} {1}\" role=\"img\">\n",
-                     LabelWidth + PlotWidth + RightMargin, Height);
-  H << "<title>simulated step timeline</title>\n";
+  openChart(H, "timeline", Height, RightMargin, "simulated step timeline");
   // Axis with round ticks.
   double Tick = getTickStep(Step, 8);
   for (double T = 0; T <= Step * (1 + 1e-9); T += Tick) {
@@ -332,18 +343,15 @@ static void writeMemoryChart(HTMLWriter &H, const PlacedStep &S) {
       Shown.push_back(Dev);
   if (Shown.empty() || R.Memory.empty())
     return;
-  constexpr double LabelWidth = 230, PlotWidth = 900, RowHeight = 44, Top = 8;
+  constexpr double RowHeight = 44, Top = 8;
   double Step = R.StepTime > 0 ? R.StepTime : 1;
   double Scale = PlotWidth / Step;
   double Height = Top + Shown.size() * RowHeight + 8;
   H << "<h2>Memory over the step</h2>\n<p>Each device's live bytes "
        "(weights, activations, workspaces, received copies), from 0 to its "
        "peak; the label gives the peak against the capacity.</p>\n";
-  H.raw() << formatv("<svg xmlns=\"http://www.w3.org/2000/svg\" "
-                     "class=\"memory\" width=\"{0}\" height=\"{1}\" "
-                     "viewBox=\"0 0 {0} {1}\" role=\"img\">\n",
-                     LabelWidth + PlotWidth + 20, Height);
-  H << "<title>live bytes per device over the simulated step</title>\n";
+  openChart(H, "memory", Height, /*RightMargin=*/20,
+            "live bytes per device over the simulated step");
   for (unsigned Row = 0; Row != Shown.size(); ++Row) {
     unsigned Dev = Shown[Row];
     double Base = Top + (Row + 1) * RowHeight - 6, Span = RowHeight - 12;
