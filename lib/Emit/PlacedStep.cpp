@@ -100,7 +100,7 @@ PlacedStep PlacedStep::build(const Graph &G, const StepSimulation &Sim) {
   unsigned N = G.getNumOps();
   S.OpTime.resize(N);
   for (OpId O = 0; O != N; ++O)
-    S.OpTime[O] = Sim.SG.getTime(O, S.Placement[O]);
+    S.OpTime[O] = Sim.SG.getOpTime(O, S.Placement[O]);
 
   S.Origin = computeOrigins(G);
   for (OpId O = 0; O != N; ++O) {

@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "dp/IR/Annotations.h"
 #include "dp/IR/Bytecode.h"
 #include "dp/IR/TextFormat.h"
 #include "dp/Import/ONNXImporter.h"
@@ -33,6 +34,8 @@ Error ImportONNXPass::run(Graph &G, PassContext &Ctx) {
     for (const std::string &Note : Notes)
       *Ctx.Report << name() << ": note: " << Note << '\n';
   G = std::move(*Imported);
+  if (Opts.MicroBatches > 1)
+    ann::set(G, ann::MicroBatches, Opts.MicroBatches);
   return Error::success();
 }
 
@@ -142,6 +145,31 @@ OptionTable ImportONNXPass::describeOptions(ImportOptions &O) {
   addNamedOption<int64_t>(T, "bound", "TENSOR:N", "N a positive integer",
                           O.Bounds, /*Once=*/true, parsePositive,
                           [](const int64_t &N) { return std::to_string(N); });
+  T.custom(
+      "microbatches", "M",
+      [&O](StringRef Value) -> Error {
+        Optional<int64_t> N = parsePositive(Value);
+        if (!N)
+          return makeError("microbatches must be a positive integer, not '" +
+                           Value + "'");
+        O.MicroBatches = *N;
+        return Error::success();
+      },
+      [&O] {
+        return O.MicroBatches > 1
+                   ? std::vector<std::string>{std::to_string(O.MicroBatches)}
+                   : std::vector<std::string>{};
+      });
+  addNamedOption<int64_t>(
+      T, "batch-axis", "NAME:AXIS", "AXIS a non-negative integer", O.BatchAxes,
+      /*Once=*/true,
+      [](StringRef Text) -> Optional<int64_t> {
+        int64_t N;
+        if (!to_integer(Text, N, 10) || N < 0)
+          return None;
+        return N;
+      },
+      [](const int64_t &N) { return std::to_string(N); });
   return T;
 }
 

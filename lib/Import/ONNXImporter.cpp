@@ -287,6 +287,11 @@ private:
   void applyShapeOverrides(const DeclaredShapes &OwnShapes);
   /// Parses the values of value= for the inputs they bind (BoundValues).
   void bindValues();
+  /// Divides every data input's batch axis by Opts.MicroBatches.
+  void splitBatch();
+  /// Lets Reshapes whose shape constants repeat their input's sizes follow
+  /// a changed batch (before the overrides change it).
+  void relaxReshapeConstants();
   /// Constants and control-flow bodies' initializers stored as external
   /// data: the checker wants their bytes, so floating-point ones get zeros
   /// of their size in the working copy (recorded in Placeholders); integer
@@ -697,6 +702,170 @@ void ONNXImporter::applyShapeOverrides(const DeclaredShapes &OwnShapes) {
   }
 }
 
+/// The int64 values of a 1-D tensor stored in the model, or None.
+static Optional<std::vector<int64_t>> readInt64s(const onnx::TensorProto &T) {
+  if (T.data_type() != onnx::TensorProto::INT64 || T.dims_size() != 1 ||
+      T.data_location() == onnx::TensorProto::EXTERNAL)
+    return None;
+  std::vector<int64_t> V(T.dims(0));
+  if (T.has_raw_data()) {
+    if (T.raw_data().size() != V.size() * sizeof(int64_t))
+      return None;
+    std::memcpy(V.data(), T.raw_data().data(), T.raw_data().size());
+  } else if (size_t(T.int64_data_size()) == V.size()) {
+    std::copy(T.int64_data().begin(), T.int64_data().end(), V.begin());
+  } else {
+    return None;
+  }
+  return V;
+}
+
+static void writeInt64s(onnx::TensorProto &T, ArrayRef<int64_t> V) {
+  if (T.has_raw_data())
+    T.set_raw_data(std::string(reinterpret_cast<const char *>(V.data()),
+                               V.size() * sizeof(int64_t)));
+  else
+    for (size_t I = 0; I != V.size(); ++I)
+      T.set_int64_data(I, V[I]);
+}
+
+void ONNXImporter::relaxReshapeConstants() {
+  // A model exported at a fixed batch often has it in Reshape's shape
+  // operand ([24, 384, 12, 64] for the [24, 384, 768] it reads). Where a
+  // size there equals the input's size at the same position, 0 (copy that
+  // size) is the same reshape at the exported shapes, and follows a new
+  // batch. Only constants that one Reshape reads are changed, in the
+  // working copy of the model.
+  onnx::GraphProto &G = *Model->mutable_graph();
+  bool Any = any_of(G.node(), [](const onnx::NodeProto &N) {
+    return N.op_type() == "Reshape" && N.domain().empty();
+  });
+  if (!Any)
+    return;
+  onnx::ModelProto Exported(*Model);
+  try {
+    onnx::ShapeInferenceOptions Options(/*check_type_val=*/false,
+                                        /*strict_mode_val=*/0,
+                                        /*data_prop_val=*/true);
+    if (runCatchingCrash([&] {
+          onnx::shape_inference::InferShapes(
+              Exported, onnx::OpSchemaRegistry::Instance(), Options);
+        }))
+      return;
+  } catch (const std::exception &) {
+    return; // The import reports what is wrong with the model later.
+  }
+  StringMap<std::vector<int64_t>> Sizes;
+  auto Record = [&](const onnx::ValueInfoProto &VI) {
+    if (!VI.type().has_tensor_type() || !VI.type().tensor_type().has_shape())
+      return;
+    std::vector<int64_t> Dims;
+    for (const auto &D : VI.type().tensor_type().shape().dim()) {
+      if (!D.has_dim_value())
+        return;
+      Dims.push_back(D.dim_value());
+    }
+    Sizes[VI.name()] = std::move(Dims);
+  };
+  for (const auto &VI : Exported.graph().input())
+    Record(VI);
+  for (const auto &VI : Exported.graph().value_info())
+    Record(VI);
+  StringMap<unsigned> Uses;
+  for (const onnx::NodeProto &N : G.node())
+    for (const std::string &In : N.input())
+      ++Uses[In];
+  StringMap<onnx::TensorProto *> Constants;
+  for (onnx::TensorProto &T : *G.mutable_initializer())
+    Constants[T.name()] = &T;
+  for (onnx::NodeProto &N : *G.mutable_node())
+    if (N.op_type() == "Constant" && N.domain().empty() && N.output_size() == 1)
+      for (onnx::AttributeProto &A : *N.mutable_attribute())
+        if (A.name() == "value" && A.has_t())
+          Constants[N.output(0)] = A.mutable_t();
+  for (const onnx::NodeProto &N : G.node()) {
+    if (N.op_type() != "Reshape" || !N.domain().empty() ||
+        N.input_size() != 2 || Uses.lookup(N.input(1)) != 1 ||
+        any_of(N.attribute(), [](const onnx::AttributeProto &A) {
+          return A.name() == "allowzero" && A.i() != 0;
+        }))
+      continue;
+    auto In = Sizes.find(N.input(0));
+    onnx::TensorProto *T = Constants.lookup(N.input(1));
+    if (In == Sizes.end() || !T)
+      continue;
+    Optional<std::vector<int64_t>> Shape = readInt64s(*T);
+    if (!Shape)
+      continue;
+    bool Changed = false;
+    for (size_t I = 0, E = std::min(Shape->size(), In->second.size()); I != E;
+         ++I)
+      if ((*Shape)[I] > 1 && (*Shape)[I] == In->second[I]) {
+        (*Shape)[I] = 0;
+        Changed = true;
+      }
+    if (Changed)
+      writeInt64s(*T, *Shape);
+  }
+}
+
+void ONNXImporter::splitBatch() {
+  onnx::GraphProto &G = *Model->mutable_graph();
+  int64_t M = Opts.MicroBatches;
+  std::string Who = "import-onnx{microbatches=" + std::to_string(M) + "}";
+  StringSet<> Named;
+  for (onnx::ValueInfoProto &VI : *G.mutable_input()) {
+    if (!isShapedDataInput(VI))
+      continue;
+    int64_t Axis = 0;
+    bool Given = false;
+    for (const auto &[Name, A] : Opts.BatchAxes)
+      if (Name == VI.name()) {
+        Axis = A;
+        Given = true;
+        Named.insert(Name);
+      }
+    auto *Shape = VI.mutable_type()->mutable_tensor_type()->mutable_shape();
+    // A scalar has no batch: every micro-batch reads it whole.
+    if (Shape->dim_size() == 0 && !Given)
+      continue;
+    if (Axis >= Shape->dim_size()) {
+      addError(makeTensorError("", VI.name(),
+                               "import-onnx{batch-axis=}: the input has rank " +
+                                   Twine(Shape->dim_size()) + ", no axis " +
+                                   Twine(Axis)));
+      continue;
+    }
+    if (M == 1)
+      continue;
+    auto *D = Shape->mutable_dim(Axis);
+    if (!D->has_dim_value()) {
+      addError(makeTensorError(
+          "", VI.name(),
+          Who + ": its batch axis " + Twine(Axis) +
+              " is symbolic; give the global batch (batch=N, dim= or "
+              "shape=)"));
+      continue;
+    }
+    int64_t B = D->dim_value();
+    if (B % M) {
+      addError(makeTensorError(
+          "", VI.name(),
+          Who + ": its batch axis " + Twine(Axis) + " has " + Twine(B) +
+              ", which " + Twine(M) + " micro-batches do not divide" +
+              (Given ? ""
+                     : " (batch-axis=" + VI.name() + ":N names another)")));
+      continue;
+    }
+    D->set_dim_value(B / M);
+  }
+  for (const auto &KV : Opts.BatchAxes)
+    if (!Named.contains(KV.first))
+      addError(makeError("import-onnx{batch-axis=}: the model has no data "
+                         "input named '" +
+                         KV.first + "'"));
+}
+
 void ONNXImporter::bindValues() {
   const onnx::GraphProto &G = Model->graph();
   for (const auto &[Name, Text] : Opts.Values) {
@@ -756,8 +925,11 @@ Error ONNXImporter::applyOverrides() {
   // shape= is checked against the model's own dimensions, before batch=
   // and the named dimensions change them.
   DeclaredShapes OwnShapes = getOverriddenInputShapes();
+  if (Opts.Batch || Opts.MicroBatches > 1)
+    relaxReshapeConstants();
   applyDimOverrides();
   applyShapeOverrides(OwnShapes);
+  splitBatch();
   bindValues();
   forgetRecordedShapes(*Model->mutable_graph());
   return takeErrors();

@@ -15,6 +15,7 @@
 #include "dp/Sim/SimulatePass.h"
 #include "dp/Support/Diagnostics.h"
 #include "dp/Support/Format.h"
+#include "dp/Transforms/Pipeline.h"
 #include "dp/Transforms/TrainingGraph.h"
 #include "dp/Transforms/UnrollRNN.h"
 
@@ -208,10 +209,38 @@ static Error addPass(PassManager &PM, const PipelineElement &E) {
                    "' (dp-opt -print-passes lists them)");
 }
 
+/// A pipeline plan needs the graph of one micro-batch: every import-onnx
+/// before a pipeline{} imports with its microbatches= and batch-axis=
+/// (unless it was given microbatches= itself, which pipeline{} then checks).
+static Error forwardMicroBatches(std::vector<PipelineElement> &Elements) {
+  for (size_t P = 0; P != Elements.size(); ++P) {
+    if (Elements[P].Name != PipelinePass::name())
+      continue;
+    // Its own errors first, named after it.
+    if (Expected<PipelineOptions> Opts =
+            PipelinePass::parseOptions(Elements[P].Options);
+        !Opts)
+      return Opts.takeError();
+    for (size_t I = 0; I != P; ++I) {
+      PipelineElement &Import = Elements[I];
+      if (Import.Name != ImportONNXPass::name() ||
+          any_of(Import.Options,
+                 [](const auto &KV) { return KV.first == "microbatches"; }))
+        continue;
+      for (const auto &KV : Elements[P].Options)
+        if (KV.first == "microbatches" || KV.first == "batch-axis")
+          Import.Options.push_back(KV);
+    }
+  }
+  return Error::success();
+}
+
 Error parsePassPipeline(PassManager &PM, StringRef Text) {
   Expected<std::vector<PipelineElement>> Elements = parsePipelineText(Text);
   if (!Elements)
     return Elements.takeError();
+  if (Error E = forwardMicroBatches(*Elements))
+    return E;
   for (const PipelineElement &E : *Elements)
     if (Error Err = addPass(PM, E))
       return Err;

@@ -310,8 +310,8 @@ void AnnealSearch::refreshCritical() {
   Stale = false;
   Critical.clear();
   ++Stamp;
-  for (uint32_t O : R.CriticalPath) {
-    uint32_t U = P.getUnitOf(O);
+  for (uint32_t I : R.CriticalPath) {
+    uint32_t U = P.getUnitOf(R.getOp(I));
     if (CriticalStamp[U] != Stamp) {
       CriticalStamp[U] = Stamp;
       Critical.push_back(U);

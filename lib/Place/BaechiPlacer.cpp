@@ -531,7 +531,7 @@ Error ListScheduler::collectCandidates() {
         if (!M.fits(U, Dev))
           continue;
         double Start = StartOn(Dev);
-        double End = Start + P.getSimGraph().getTime(Op, Dev);
+        double End = Start + P.getSimGraph().getOpTime(Op, Dev);
         if (Best == NoDevice || End < BestEnd ||
             (End == BestEnd && Start < BestStart)) {
           Best = Dev;
@@ -561,7 +561,7 @@ void ListScheduler::commit(const Candidate &C) {
         R = NoUnit;
   }
   double Start = std::max(getDataReady(Op, Dev, true), DeviceFree[Dev]);
-  double End = Start + P.getSimGraph().getTime(Op, Dev);
+  double End = Start + P.getSimGraph().getOpTime(Op, Dev);
   S.Start[Op] = Start;
   S.End[Op] = End;
   S.Makespan = std::max(S.Makespan, End);
@@ -591,7 +591,7 @@ Expected<Schedule> ListScheduler::run() {
       // the child can start.
       uint32_t Waits = WaitsFor[C.Device];
       if (Waits != NoUnit && Waits != C.Unit && WaitStart[C.Device] != Inf &&
-          C.Start + P.getSimGraph().getTime(C.Op, C.Device) >
+          C.Start + P.getSimGraph().getOpTime(C.Op, C.Device) >
               WaitStart[C.Device])
         continue;
       if (!Best || C < *Best)

@@ -269,7 +269,7 @@ Jobs segmentJobs(const PlacementProblem &Q, ArrayRef<uint32_t> Start) {
     }
     SegmentOf[O] = J.N - 1;
     for (unsigned Dev = 0; Dev != D; ++Dev)
-      J.Time[size_t(J.N - 1) * D + Dev] += Q.getSimGraph().getTime(O, Dev);
+      J.Time[size_t(J.N - 1) * D + Dev] += Q.getSimGraph().getOpTime(O, Dev);
     for (uint32_t V : Succ[O])
       if (--Pending[V] == 0) {
         Ready.insert(V);
@@ -300,16 +300,17 @@ Jobs opJobs(const PlacementProblem &Q, ArrayRef<uint32_t> Start) {
     J.Group[O] = Q.getUnitOf(O);
     J.Order[O] = O; // ops are in topological order
     for (unsigned Dev = 0; Dev != D; ++Dev)
-      J.Time[size_t(O) * D + Dev] = SG.getTime(O, Dev);
+      J.Time[size_t(O) * D + Dev] = SG.getOpTime(O, Dev);
   }
   J.Edges = getDataEdges(G);
   std::vector<uint32_t> Placement = Q.expand(Start);
   Simulator Sim(SG);
   SimResult R;
   Sim.run(Placement, R, /*RecordTimeline=*/true);
-  J.Begin.resize(J.N);
-  for (OpId O = 0; O != J.N; ++O)
-    J.Begin[O] = R.Ops[O].Start;
+  // An op's first instance, under a pipeline plan.
+  J.Begin.assign(J.N, std::numeric_limits<double>::infinity());
+  for (uint32_t I = 0, E = R.Ops.size(); I != E; ++I)
+    J.Begin[R.getOp(I)] = std::min(J.Begin[R.getOp(I)], R.Ops[I].Start);
   return J;
 }
 
@@ -405,9 +406,10 @@ Expected<LevelResult> solveLevel(const PlacementProblem &Q, const Jobs &J,
   // come and go; the simulator checks them).
   std::vector<double> Resident(NG, 0);
   {
-    std::vector<uint64_t> OpBytes = getResidentBytes(Q.getSimGraph());
-    for (OpId O = 0, E = Q.getGraph().getNumOps(); O != E; ++O)
-      Resident[Q.getUnitOf(O)] += double(OpBytes[O]);
+    const SimGraph &SG = Q.getSimGraph();
+    std::vector<uint64_t> OpBytes = getResidentBytes(SG);
+    for (uint32_t I = 0, E = OpBytes.size(); I != E; ++I)
+      Resident[Q.getUnitOf(SG.getBaseOp(I))] += double(OpBytes[I]);
   }
   CBCProgram Model;
   std::vector<int> X(size_t(NG) * D, -1), S(N);

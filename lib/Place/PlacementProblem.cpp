@@ -80,7 +80,7 @@ PlacementProblem::build(const Graph &G, const Cluster &C,
   for (OpId O = 0; O != N; ++O) {
     unsigned Unit = P.UnitOf[O];
     for (unsigned Dev = 0; Dev != D; ++Dev)
-      P.UnitTime[size_t(Unit) * D + Dev] += P.SG->getTime(O, Dev);
+      P.UnitTime[size_t(Unit) * D + Dev] += P.SG->getOpTime(O, Dev);
     P.UnitMemory[Unit] += OpMemory[O];
   }
   P.Edges = getGroupEdges(G, P.UnitOf);

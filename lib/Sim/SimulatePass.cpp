@@ -75,7 +75,7 @@ SingleDeviceBaseline computeSingleDeviceBaseline(const SimGraph &SG) {
   SingleDeviceBaseline B;
   Simulator Sim(SG);
   SimResult R;
-  std::vector<uint32_t> Placement(SG.getNumOps());
+  std::vector<uint32_t> Placement(SG.getNumPlacedOps());
   for (unsigned Dev = 0, E = SG.getNumDevices(); Dev != E; ++Dev) {
     std::fill(Placement.begin(), Placement.end(), Dev);
     Sim.run(Placement, R);
@@ -97,6 +97,27 @@ void printSimulationReport(raw_ostream &OS, const Graph &G, const Cluster &C,
   OS << "simulated step of '" << G.getName() << "' on cluster '" << C.getName()
      << "' (placer: " << getPlacerName(G) << ")\n";
   OS << "  step time:    " << formatSeconds(R.StepTime) << '\n';
+  if (Optional<PipelinePlan> Plan = getPipelinePlan(G)) {
+    // The bubble: the share of the used devices' step they sit idle.
+    double Busy = 0;
+    unsigned Used = 0;
+    for (unsigned D = 0, E = C.getNumDevices(); D != E; ++D)
+      if (R.OpCount[D]) {
+        Busy += R.BusyTime[D];
+        ++Used;
+      }
+    double Bubble = Used && R.StepTime > 0 ? 1 - Busy / (Used * R.StepTime) : 0;
+    OS << "  pipeline:     " << Plan->MicroBatches << " micro-batch"
+       << (Plan->MicroBatches == 1 ? "" : "es") << ", "
+       << getPipelineScheduleName(Plan->Schedule) << " over " << Used
+       << " device" << (Used == 1 ? "" : "s") << "; bubble "
+       << format("%.1f", Bubble * 100) << " %";
+    if (R.OutOfOrder)
+      OS << "; " << R.OutOfOrder
+         << " instances ran out of the schedule's order (the stages wait "
+            "on each other in a cycle)";
+    OS << '\n';
+  }
   double Gap = LB.best() > 0 ? (R.StepTime / LB.best() - 1) * 100 : 0;
   OS << "  lower bound:  " << formatLowerBounds(LB) << "; gap "
      << format("%.1f", Gap) << " %\n";
@@ -161,9 +182,12 @@ void printSimulationReport(raw_ostream &OS, const Graph &G, const Cluster &C,
   OS << "  critical path: " << R.CriticalPath.size() << " ops; the " << Shown
      << " longest:\n";
   for (unsigned I = 0; I != Shown; ++I) {
-    const Op &Node = G.getOp(Path[I]);
+    uint32_t O = R.getOp(Path[I]);
     OS << "    " << right_justify(formatSeconds(Dur(Path[I])), 12) << "  "
-       << Node.Name << " (" << G.getQualifiedType(Path[I]) << ")\n";
+       << G.getOp(O).Name << " (" << G.getQualifiedType(O) << ")";
+    if (!R.InstanceMicroBatch.empty())
+      OS << ", micro-batch " << R.InstanceMicroBatch[Path[I]];
+    OS << '\n';
   }
 }
 
@@ -194,6 +218,11 @@ void writeSummary(json::OStream &J, const Graph &G, const Cluster &C,
     J.attribute("segment_bound_s", LB.Segments);
     J.attribute("segments", int64_t(LB.SegmentCount));
     J.attribute("segments_exact", int64_t(LB.SegmentsExact));
+    if (Optional<PipelinePlan> Plan = getPipelinePlan(G)) {
+      J.attribute("microbatches", int64_t(Plan->MicroBatches));
+      J.attribute("schedule", getPipelineScheduleName(Plan->Schedule));
+      J.attribute("out_of_order", int64_t(R.OutOfOrder));
+    }
     J.attribute("oom", R.OOM);
     if (R.OOM) {
       J.attribute("oom_device", C.getDevices()[R.OOMDevice].Name);
@@ -257,7 +286,9 @@ void writeChromeTrace(raw_ostream &OS, const Graph &G, const Cluster &C,
         Placement = std::move(*P);
       else
         consumeError(P.takeError());
-      for (OpId O = 0, E = G.getNumOps(); O != E; ++O) {
+      // Under a pipeline plan, R.Ops are the instances (op, micro-batch).
+      for (uint32_t I = 0, E = R.Ops.size(); I != E; ++I) {
+        uint32_t O = R.getOp(I);
         const Op &Node = G.getOp(O);
         J.object([&] {
           // Ops are named as in the user's model where it named them.
@@ -265,13 +296,15 @@ void writeChromeTrace(raw_ostream &OS, const Graph &G, const Cluster &C,
                       Node.SourceName.empty() ? Node.Name : Node.SourceName);
           J.attribute("cat", "op");
           J.attribute("ph", "X");
-          J.attribute("ts", R.Ops[O].Start * 1e6);
-          J.attribute("dur", (R.Ops[O].End - R.Ops[O].Start) * 1e6);
+          J.attribute("ts", R.Ops[I].Start * 1e6);
+          J.attribute("dur", (R.Ops[I].End - R.Ops[I].Start) * 1e6);
           J.attribute("pid", int64_t(Placement[O] + 1));
           J.attribute("tid", 0);
           J.attributeObject("args", [&] {
             J.attribute("op", Node.Name);
             J.attribute("type", G.getQualifiedType(O));
+            if (!R.InstanceMicroBatch.empty())
+              J.attribute("microbatch", int64_t(R.InstanceMicroBatch[I]));
           });
         });
       }
@@ -288,7 +321,7 @@ void writeChromeTrace(raw_ostream &OS, const Graph &G, const Cluster &C,
       for (const TransferRecord &T : R.Transfers) {
         for (unsigned Ch : C.getRoute(T.Src, T.Dst)) {
           J.object([&] {
-            J.attribute("name", G.getTensor(T.Tensor).Name);
+            J.attribute("name", G.getTensor(R.getTensor(T.Tensor)).Name);
             J.attribute("cat", "transfer");
             J.attribute("ph", "X");
             J.attribute("ts", T.Start * 1e6);
@@ -296,11 +329,9 @@ void writeChromeTrace(raw_ostream &OS, const Graph &G, const Cluster &C,
             J.attribute("pid", int64_t(D + 1));
             J.attribute("tid", int64_t(Ch));
             J.attributeObject("args", [&] {
-              J.attribute(
-                  "bytes",
-                  int64_t(
-                      G.getTensor(T.Tensor).Type.getSizeInBytes().getValueOr(
-                          0)));
+              J.attribute("bytes", int64_t(G.getTensor(R.getTensor(T.Tensor))
+                                               .Type.getSizeInBytes()
+                                               .getValueOr(0)));
               J.attribute("from", C.getDevices()[T.Src].Name);
               J.attribute("to", C.getDevices()[T.Dst].Name);
             });

@@ -25,7 +25,8 @@ static constexpr uint64_t TransferStartTag = uint64_t(1) << 62;
 /// A State of a (tensor, device): in flight over a route whose ends it
 /// slows (beside 0 absent, 1 in flight, 2 present).
 static constexpr uint8_t Loading = 3;
-static constexpr unsigned MaxDevices = 64;
+/// Transfer records keep devices in 16 bits.
+static constexpr unsigned MaxDevices = 65535;
 
 //===----------------------------------------------------------------------===//
 // SimGraph
@@ -38,7 +39,7 @@ Expected<SimGraph> SimGraph::build(const Graph &G, const Cluster &C) {
                      "' has " + Twine(C.getNumDevices()));
   SimGraph S;
   S.C = &C;
-  S.NumOps = G.getNumOps();
+  S.NumOps = S.NumPlacedOps = G.getNumOps();
   S.NumDevices = C.getNumDevices();
   S.NumTensors = G.getNumTensors();
   unsigned D = S.NumDevices;
@@ -104,41 +105,153 @@ Expected<SimGraph> SimGraph::build(const Graph &G, const Cluster &C) {
   // Dataflow, deduplicated: an op reading a tensor twice waits for it once.
   S.OpInputsBegin.assign(S.NumOps + 1, 0);
   S.OpResultsBegin.assign(S.NumOps + 1, 0);
-  std::vector<uint32_t> NumConsumers(S.NumTensors, 0);
   for (OpId O = 0; O != S.NumOps; ++O) {
     const Op &Node = G.getOp(O);
     unsigned First = S.OpInputs.size();
-    for (TensorId T : Node.Operands) {
-      if (T == NoId ||
-          std::find(S.OpInputs.begin() + First, S.OpInputs.end(), T) !=
-              S.OpInputs.end())
-        continue;
-      S.OpInputs.push_back(T);
-      ++NumConsumers[T];
-    }
+    for (TensorId T : Node.Operands)
+      if (T != NoId && std::find(S.OpInputs.begin() + First, S.OpInputs.end(),
+                                 T) == S.OpInputs.end())
+        S.OpInputs.push_back(T);
     S.OpInputsBegin[O + 1] = S.OpInputs.size();
     for (TensorId T : Node.Results)
       if (T != NoId)
         S.OpResults.push_back(T);
     S.OpResultsBegin[O + 1] = S.OpResults.size();
   }
-  S.ConsumersBegin.assign(S.NumTensors + 1, 0);
-  for (TensorId T = 0; T != S.NumTensors; ++T)
-    S.ConsumersBegin[T + 1] = S.ConsumersBegin[T] + NumConsumers[T];
-  S.Consumers.resize(S.ConsumersBegin.back());
-  std::vector<uint32_t> Fill(S.ConsumersBegin.begin(),
-                             S.ConsumersBegin.end() - 1);
-  for (OpId O = 0; O != S.NumOps; ++O)
-    for (unsigned I = S.OpInputsBegin[O]; I != S.OpInputsBegin[O + 1]; ++I)
-      S.Consumers[Fill[S.OpInputs[I]]++] = O;
-
-  for (TensorId T = 0; T != S.NumTensors; ++T)
-    if (S.TensorProducer[T] == None && NumConsumers[T])
-      S.SourceTensors.push_back(T);
-  for (OpId O = 0; O != S.NumOps; ++O)
-    if (S.OpInputsBegin[O] == S.OpInputsBegin[O + 1])
-      S.SourceOps.push_back(O);
+  if ((S.Plan = getPipelinePlan(G)))
+    S.expandMicroBatches(G, *S.Plan);
+  S.buildConsumers();
   return std::move(S);
+}
+
+void SimGraph::buildConsumers() {
+  std::vector<uint32_t> NumConsumers(NumTensors, 0);
+  for (uint32_t T : OpInputs)
+    ++NumConsumers[T];
+  ConsumersBegin.assign(NumTensors + 1, 0);
+  for (uint32_t T = 0; T != NumTensors; ++T)
+    ConsumersBegin[T + 1] = ConsumersBegin[T] + NumConsumers[T];
+  Consumers.resize(ConsumersBegin.back());
+  std::vector<uint32_t> Fill(ConsumersBegin.begin(), ConsumersBegin.end() - 1);
+  for (uint32_t O = 0; O != NumOps; ++O)
+    for (unsigned I = OpInputsBegin[O]; I != OpInputsBegin[O + 1]; ++I)
+      Consumers[Fill[OpInputs[I]]++] = O;
+  SourceTensors.clear();
+  SourceOps.clear();
+  for (uint32_t T = 0; T != NumTensors; ++T)
+    if (TensorProducer[T] == None && NumConsumers[T])
+      SourceTensors.push_back(T);
+  for (uint32_t O = 0; O != NumOps; ++O)
+    if (OpInputsBegin[O] == OpInputsBegin[O + 1])
+      SourceOps.push_back(O);
+}
+
+void SimGraph::expandMicroBatches(const Graph &G, const PipelinePlan &P) {
+  unsigned M = P.MicroBatches, N = NumOps, D = NumDevices;
+  // Updates run once, on the accumulated gradients; every other op once
+  // per micro-batch. Instances: micro-batch 0's ops in graph order, then
+  // micro-batch 1's, ..., then the updates: a topological order.
+  std::vector<uint8_t> Once(N), Backward(N);
+  std::vector<uint32_t> Rank(N);
+  unsigned PerMB = 0, NumOnce = 0;
+  for (OpId O = 0; O != N; ++O) {
+    StringRef Phase = ann::getString(G.getOp(O), ann::Phase);
+    Once[O] = Phase == "update";
+    Backward[O] = Phase == "backward";
+    Rank[O] = Once[O] ? NumOnce++ : PerMB++;
+  }
+  auto Inst = [&](uint32_t O, unsigned K) {
+    return Once[O] ? M * PerMB + Rank[O] : K * PerMB + Rank[O];
+  };
+  // Tensors: one per micro-batch when a per-micro-batch op makes them or
+  // they are graph inputs (each micro-batch its slice of the batch); weights
+  // and what the updates make, once.
+  std::vector<uint8_t> TOnce(NumTensors), Accumulates(NumTensors);
+  std::vector<uint32_t> TRank(NumTensors);
+  unsigned TPer = 0, TNumOnce = 0;
+  for (uint32_t T = 0; T != NumTensors; ++T) {
+    uint32_t Producer = TensorProducer[T];
+    TOnce[T] = Producer != None ? Once[Producer]
+                                : G.getTensor(T).Kind != TensorKind::Input;
+    TRank[T] = TOnce[T] ? TNumOnce++ : TPer++;
+  }
+  auto TInst = [&](uint32_t T, unsigned K) {
+    return TOnce[T] ? M * TPer + TRank[T] : K * TPer + TRank[T];
+  };
+  // What an update reads from a micro-batch's ops is a gradient that
+  // accumulates: micro-batch k's instance also reads k - 1's.
+  for (OpId O = 0; O != N; ++O)
+    if (Once[O])
+      for (unsigned I = OpInputsBegin[O]; I != OpInputsBegin[O + 1]; ++I)
+        if (uint32_t T = OpInputs[I]; !TOnce[T] && TensorProducer[T] != None)
+          Accumulates[T] = 1;
+
+  unsigned NI = M * PerMB + NumOnce, NT = M * TPer + TNumOnce;
+  std::vector<uint32_t> Order(NI);
+  FirstInstance.resize(N);
+  for (OpId O = 0; O != N; ++O)
+    FirstInstance[O] = Inst(O, 0);
+  for (OpId O = 0; O != N; ++O)
+    for (unsigned K = 0, E = Once[O] ? 1 : M; K != E; ++K)
+      Order[Inst(O, K)] = O;
+  std::vector<double> NewTime(size_t(NI) * D), NewShared;
+  if (!SharedScale.empty())
+    NewShared.resize(size_t(NI) * D);
+  std::vector<uint64_t> NewWorkspace(NI), NewPersistent(NI);
+  std::vector<uint32_t> NewInputsBegin(NI + 1, 0), NewInputs;
+  std::vector<uint32_t> NewResultsBegin(NI + 1, 0), NewResults;
+  std::vector<uint64_t> NewBytes(NT);
+  std::vector<uint32_t> NewProducer(NT, None);
+  std::vector<uint8_t> NewKeep(NT);
+  BaseOp.resize(NI);
+  BaseTensor.resize(NT);
+  InstMicroBatch.resize(NI);
+  InstTask.resize(NI);
+  for (uint32_t T = 0; T != NumTensors; ++T)
+    for (unsigned K = 0, E = TOnce[T] ? 1 : M; K != E; ++K) {
+      BaseTensor[TInst(T, K)] = T;
+      NewBytes[TInst(T, K)] = TensorBytes[T];
+      NewKeep[TInst(T, K)] = TensorKeep[T];
+    }
+  for (uint32_t I = 0; I != NI; ++I) {
+    uint32_t O = Order[I];
+    unsigned K = Once[O] ? M - 1 : I / PerMB;
+    BaseOp[I] = O;
+    InstMicroBatch[I] = K;
+    InstTask[I] = Once[O] ? 2 * M : Backward[O] ? M + K : K;
+    std::copy_n(Time.begin() + size_t(O) * D, D,
+                NewTime.begin() + size_t(I) * D);
+    if (!NewShared.empty())
+      std::copy_n(SharedScale.begin() + size_t(O) * D, D,
+                  NewShared.begin() + size_t(I) * D);
+    NewWorkspace[I] = OpWorkspace[O];
+    // State that stays all step (optimizer moments) is there once.
+    NewPersistent[I] = Once[O] || K == 0 ? OpPersistent[O] : 0;
+    for (unsigned J = OpInputsBegin[O]; J != OpInputsBegin[O + 1]; ++J)
+      NewInputs.push_back(TInst(OpInputs[J], K));
+    for (unsigned J = OpResultsBegin[O]; J != OpResultsBegin[O + 1]; ++J) {
+      uint32_t T = OpResults[J];
+      if (!Once[O] && K && Accumulates[T])
+        NewInputs.push_back(TInst(T, K - 1));
+      NewResults.push_back(TInst(T, K));
+      NewProducer[TInst(T, K)] = I;
+    }
+    NewInputsBegin[I + 1] = NewInputs.size();
+    NewResultsBegin[I + 1] = NewResults.size();
+  }
+  NumOps = NI;
+  NumTensors = NT;
+  Time = std::move(NewTime);
+  SharedScale = std::move(NewShared);
+  OpWorkspace = std::move(NewWorkspace);
+  OpPersistent = std::move(NewPersistent);
+  OpInputsBegin = std::move(NewInputsBegin);
+  OpInputs = std::move(NewInputs);
+  OpResultsBegin = std::move(NewResultsBegin);
+  OpResults = std::move(NewResults);
+  TensorBytes = std::move(NewBytes);
+  TensorProducer = std::move(NewProducer);
+  TensorKeep = std::move(NewKeep);
 }
 
 void SimGraph::setSharedScales(unsigned O, const Op &Node,
@@ -190,9 +303,19 @@ Simulator::Simulator(const SimGraph &G) : G(G), C(*G.C) {
   State.resize(size_t(G.NumTensors) * D);
   Uses.resize(size_t(G.NumTensors) * D);
   Home.resize(G.NumTensors);
-  Queue.resize(size_t(G.NumOps) * D);
+  QNext.resize(G.NumOps);
   QHead.resize(D);
   QTail.resize(D);
+  DevStamp.assign(D, 0);
+  RemoteDevs.reserve(D);
+  if (G.Plan) {
+    NumTasks = 2 * G.Plan->MicroBatches + 1;
+    TaskPos.resize(size_t(D) * NumTasks);
+    PosLeft.resize(size_t(D) * NumTasks);
+    CurPos.resize(D);
+    ReadyHeap.resize(D);
+    InstPlace.resize(G.NumOps);
+  }
   Busy.resize(D);
   ChannelFree.resize(C.getNumChannels());
   Live.resize(D);
@@ -313,7 +436,7 @@ void Simulator::allocate(unsigned Dev, uint64_t Bytes, uint32_t Op,
   if (!R.OOM && Live[Dev] > Capacity) {
     R.OOM = true;
     R.OOMDevice = Dev;
-    R.OOMOp = Op;
+    R.OOMOp = G.getBaseOp(Op);
     R.OOMBytesOver = Live[Dev] - Capacity;
   }
 }
@@ -408,28 +531,22 @@ void Simulator::makeAvailable(uint32_t T, unsigned Dev, double Now,
   unsigned D = G.NumDevices;
   State[size_t(T) * D + Dev] = 2;
   uint32_t Producer = G.TensorProducer[T];
-  uint64_t Remote = 0;
+  bool Remote = false;
   for (unsigned I = G.ConsumersBegin[T]; I != G.ConsumersBegin[T + 1]; ++I) {
     uint32_t Op = G.Consumers[I];
-    unsigned OpDev = Place[Op];
-    if (OpDev != Dev) {
-      Remote |= uint64_t(1) << OpDev;
+    if (Place[Op] != Dev) {
+      Remote = true;
       continue;
     }
     if (--Pending[Op])
       continue;
-    ReadyTime[Op] = Now;
     WaitedOn[Op] = Producer;
-    if (!Busy[Dev]) {
-      startOp(Op, Dev, Now, R);
-      continue;
-    }
-    Queue[size_t(Dev) * G.NumOps + QTail[Dev]++] = Op;
+    makeReady(Op, Dev, Now, R);
   }
-  if (Dev != Home[T])
+  if (Dev != Home[T] || !Remote)
     return;
-  for (; Remote; Remote &= Remote - 1) {
-    unsigned Dst = countTrailingZeros(Remote);
+  findRemoteReaders(T, Dev);
+  for (unsigned Dst : RemoteDevs) {
     if (State[size_t(T) * D + Dst])
       continue;
     State[size_t(T) * D + Dst] = 1;
@@ -467,13 +584,106 @@ void Simulator::makeAvailable(uint32_t T, unsigned Dev, double Now,
   }
 }
 
+void Simulator::findRemoteReaders(uint32_t T, unsigned Home) {
+  RemoteDevs.clear();
+  if (++Stamp == 0) { // Wrapped: old stamps could match again.
+    std::fill(DevStamp.begin(), DevStamp.end(), 0);
+    Stamp = 1;
+  }
+  for (unsigned I = G.ConsumersBegin[T]; I != G.ConsumersBegin[T + 1]; ++I) {
+    unsigned Dev = Place[G.Consumers[I]];
+    if (Dev == Home || DevStamp[Dev] == Stamp)
+      continue;
+    DevStamp[Dev] = Stamp;
+    RemoteDevs.push_back(Dev);
+  }
+  // Transfers are requested in device order.
+  std::sort(RemoteDevs.begin(), RemoteDevs.end());
+}
+
+void Simulator::makeReady(uint32_t Op, unsigned Dev, double Now, SimResult &R) {
+  ReadyTime[Op] = Now;
+  if (!NumTasks) {
+    if (!Busy[Dev]) {
+      startOp(Op, Dev, Now, R);
+      return;
+    }
+    QNext[Op] = None;
+    if (QTail[Dev] == None)
+      QHead[Dev] = Op;
+    else
+      QNext[QTail[Dev]] = Op;
+    QTail[Dev] = Op;
+    return;
+  }
+  std::vector<ReadyEntry> &H = ReadyHeap[Dev];
+  uint32_t Pos = TaskPos[size_t(Dev) * NumTasks + G.InstTask[Op]];
+  H.push_back({uint64_t(Pos) << 32 | Arrivals++, Op});
+  std::push_heap(H.begin(), H.end(), std::greater<ReadyEntry>());
+  if (Busy[Dev])
+    return;
+  uint32_t Next = takeNext(Dev, /*AnyTask=*/false);
+  if (Next != None)
+    startOp(Next, Dev, Now, R);
+}
+
+uint32_t Simulator::takeNext(unsigned Dev, bool AnyTask) {
+  if (!NumTasks) {
+    uint32_t Op = QHead[Dev];
+    if (Op != None && (QHead[Dev] = QNext[Op]) == None)
+      QTail[Dev] = None;
+    return Op;
+  }
+  std::vector<ReadyEntry> &H = ReadyHeap[Dev];
+  if (H.empty() || (!AnyTask && uint32_t(H.front().Key >> 32) != CurPos[Dev]))
+    return None;
+  std::pop_heap(H.begin(), H.end(), std::greater<ReadyEntry>());
+  uint32_t Op = H.back().Op;
+  H.pop_back();
+  return Op;
+}
+
+void Simulator::orderTasks() {
+  unsigned D = G.NumDevices;
+  // Stages: the devices with instances, in the order of their first op.
+  DevFirst.assign(D, None);
+  for (uint32_t Op = 0; Op != G.NumOps; ++Op)
+    DevFirst[Place[Op]] = std::min(DevFirst[Place[Op]], G.BaseOp[Op]);
+  StageOf.clear();
+  for (unsigned Dev = 0; Dev != D; ++Dev)
+    if (DevFirst[Dev] != None)
+      StageOf.push_back(Dev);
+  std::sort(StageOf.begin(), StageOf.end(),
+            [&](unsigned A, unsigned B) { return DevFirst[A] < DevFirst[B]; });
+  unsigned Stages = StageOf.size();
+  for (unsigned S = 0; S != Stages; ++S) {
+    unsigned Dev = StageOf[S];
+    for (unsigned Task = 0; Task != NumTasks; ++Task)
+      TaskPos[size_t(Dev) * NumTasks + Task] =
+          getStageTaskPosition(*G.Plan, S, Stages, Task);
+  }
+  std::fill(PosLeft.begin(), PosLeft.end(), 0);
+  for (uint32_t Op = 0; Op != G.NumOps; ++Op) {
+    size_t Row = size_t(Place[Op]) * NumTasks;
+    ++PosLeft[Row + TaskPos[Row + G.InstTask[Op]]];
+  }
+  for (unsigned Dev = 0; Dev != D; ++Dev) {
+    unsigned Pos = 0;
+    while (Pos != NumTasks && !PosLeft[size_t(Dev) * NumTasks + Pos])
+      ++Pos;
+    CurPos[Dev] = Pos;
+    ReadyHeap[Dev].clear();
+  }
+  Arrivals = 0;
+}
+
 void Simulator::reset(SimResult &R) {
   unsigned D = G.NumDevices;
   Heap.clear();
   std::fill(State.begin(), State.end(), 0);
   std::fill(Uses.begin(), Uses.end(), 0);
-  std::fill(QHead.begin(), QHead.end(), 0);
-  std::fill(QTail.begin(), QTail.end(), 0);
+  std::fill(QHead.begin(), QHead.end(), None);
+  std::fill(QTail.begin(), QTail.end(), None);
   std::fill(Busy.begin(), Busy.end(), 0);
   std::fill(ChannelFree.begin(), ChannelFree.end(), 0.0);
   std::fill(Live.begin(), Live.end(), 0);
@@ -493,11 +703,20 @@ void Simulator::reset(SimResult &R) {
   R.ChannelBytes.assign(C.getNumChannels(), 0);
   R.TransferBytes = 0;
   R.NumTransfers = 0;
+  R.OutOfOrder = 0;
   R.Transfers.clear();
   R.CriticalPath.clear();
   R.Memory.clear();
+  R.InstanceOp.clear();
+  R.InstanceMicroBatch.clear();
+  R.InstanceTensor.clear();
   if (Record)
     R.Ops.assign(G.NumOps, OpInterval());
+  if (Record && G.Plan) {
+    R.InstanceOp = G.BaseOp;
+    R.InstanceMicroBatch = G.InstMicroBatch;
+    R.InstanceTensor = G.BaseTensor;
+  }
 
   for (uint32_t Op = 0; Op != G.NumOps; ++Op) {
     assert(Place[Op] < D && "device out of range");
@@ -505,6 +724,8 @@ void Simulator::reset(SimResult &R) {
     WaitedOn[Op] = None;
     ++R.OpCount[Place[Op]];
   }
+  if (NumTasks)
+    orderTasks();
 }
 
 void Simulator::placeTensors() {
@@ -515,17 +736,17 @@ void Simulator::placeTensors() {
     Home[T] = Producer != None ? Place[Producer]
               : Begin != End   ? Place[G.Consumers[Begin]]
                                : 0;
-    uint64_t Remote = 0;
+    bool Remote = false;
     for (unsigned I = Begin; I != End; ++I) {
       unsigned Dev = Place[G.Consumers[I]];
       ++Uses[size_t(T) * D + Dev];
-      if (Dev != Home[T])
-        Remote |= uint64_t(1) << Dev;
+      Remote |= Dev != Home[T];
     }
-    // Most tensors stay on their device; without -mpopcnt the count is a
-    // library call (about 2 % of a Placeto run on GNMT-4).
-    if (Remote)
-      Uses[size_t(T) * D + Home[T]] += countPopulation(Remote);
+    // Most tensors stay on their device.
+    if (Remote) {
+      findRemoteReaders(T, Home[T]);
+      Uses[size_t(T) * D + Home[T]] += RemoteDevs.size();
+    }
   }
 }
 
@@ -547,15 +768,8 @@ void Simulator::startStep(SimResult &R) {
     allocate(Home[T], G.TensorBytes[T], G.Consumers[G.ConsumersBegin[T]], R);
   for (uint32_t T : G.SourceTensors)
     makeAvailable(T, Home[T], 0.0, R);
-  for (uint32_t Op : G.SourceOps) {
-    unsigned Dev = Place[Op];
-    ReadyTime[Op] = 0;
-    if (!Busy[Dev]) {
-      startOp(Op, Dev, 0.0, R);
-      continue;
-    }
-    Queue[size_t(Dev) * G.NumOps + QTail[Dev]++] = Op;
-  }
+  for (uint32_t Op : G.SourceOps)
+    makeReady(Op, Place[Op], 0.0, R);
 }
 
 void Simulator::finishTransfer(uint64_t Key, double Now, SimResult &R) {
@@ -589,20 +803,47 @@ void Simulator::finishOp(uint32_t Op, unsigned Dev, double Now, SimResult &R) {
     if (--Uses[size_t(T) * D + Dev] == 0)
       release(T, Dev, R);
   }
-  if (QHead[Dev] == QTail[Dev]) {
+  if (NumTasks) {
+    size_t Row = size_t(Dev) * NumTasks;
+    --PosLeft[Row + TaskPos[Row + G.InstTask[Op]]];
+    uint32_t &Cur = CurPos[Dev];
+    while (Cur != NumTasks && !PosLeft[Row + Cur])
+      ++Cur;
+  }
+  uint32_t Next = takeNext(Dev, /*AnyTask=*/false);
+  if (Next == None) {
     Busy[Dev] = 0;
     return;
   }
-  uint32_t Next = Queue[size_t(Dev) * G.NumOps + QHead[Dev]++];
   if (ReadyTime[Next] < Now)
     WaitedOn[Next] = Op; // It waited for the device, not for data.
   startOp(Next, Dev, Now, R);
 }
 
+bool Simulator::startOutOfOrder(SimResult &R) {
+  bool Started = false;
+  for (unsigned Dev = 0, D = G.NumDevices; Dev != D; ++Dev) {
+    if (Busy[Dev])
+      continue;
+    uint32_t Op = takeNext(Dev, /*AnyTask=*/true);
+    if (Op == None)
+      continue;
+    ++R.OutOfOrder;
+    startOp(Op, Dev, Clock, R);
+    Started = true;
+  }
+  return Started;
+}
+
 void Simulator::run(ArrayRef<uint32_t> Placement, SimResult &R,
                     bool RecordTimeline) {
-  assert(Placement.size() == G.NumOps && "one device per op");
+  assert(Placement.size() == G.NumPlacedOps && "one device per graph op");
   Place = Placement;
+  if (!G.BaseOp.empty()) {
+    for (uint32_t Op = 0; Op != G.NumOps; ++Op)
+      InstPlace[Op] = Placement[G.BaseOp[Op]];
+    Place = InstPlace;
+  }
   Record = RecordTimeline;
   Clock = 0;
   reset(R);
@@ -612,7 +853,9 @@ void Simulator::run(ArrayRef<uint32_t> Placement, SimResult &R,
   startStep(R);
 
   uint32_t LastOp = None;
-  while (!Heap.empty()) {
+  while (true) {
+    if (Heap.empty() && !(NumTasks && startOutOfOrder(R)))
+      break;
     Event E = pop();
     double Now = E.Time;
     Clock = Now;

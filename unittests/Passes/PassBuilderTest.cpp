@@ -226,7 +226,7 @@ TEST(PassRegistryTest, DocumentsTheOptionSyntax) {
   ASSERT_NE(Import, nullptr);
   EXPECT_EQ(Import->Params,
             "batch=N,dim=NAME:N,shape=NAME:D0xD1x...,value=NAME:V,"
-            "bound=TENSOR:N");
+            "bound=TENSOR:N,microbatches=M,batch-axis=NAME:AXIS");
   const PassInfo *Verify = findPass("verify");
   ASSERT_NE(Verify, nullptr);
   EXPECT_TRUE(Verify->Params.empty());
@@ -265,10 +265,11 @@ TEST(PassRegistryTest, PrintPassNamesListsEveryPass) {
   printPassNames(OS);
   for (const PassInfo &P : getRegisteredPasses())
     EXPECT_TRUE(contains(OS.str(), "  " + P.Name.str())) << OS.str();
+  // A long option list goes on to an indented line.
   EXPECT_TRUE(contains(
       OS.str(),
       "import-onnx{batch=N,dim=NAME:N,shape=NAME:D0xD1x...,value=NAME:V,"
-      "bound=TENSOR:N}"))
+      "bound=TENSOR:N,microbatches=M,\n    batch-axis=NAME:AXIS}"))
       << OS.str();
 }
 

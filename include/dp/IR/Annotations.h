@@ -65,6 +65,12 @@ inline constexpr Key<int64_t> WorkspaceBytes{"workspace_bytes"};
 inline constexpr Key<llvm::StringRef> Placer{"placer"};
 /// The number of groups colocate made.
 inline constexpr Key<int64_t> Groups{"groups"};
+/// The micro-batches one step runs (import-onnx{microbatches=}): the graph
+/// is one micro-batch's step, imported at the global batch over this.
+inline constexpr Key<int64_t> MicroBatches{"microbatches"};
+/// The pipeline schedule of the micro-batches, "gpipe" or "1f1b" (the
+/// pipeline pass; docs/transforms.md).
+inline constexpr Key<llvm::StringRef> Schedule{"schedule"};
 
 namespace detail {
 template <typename T> constexpr AttrKind getKind();

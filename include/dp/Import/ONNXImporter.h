@@ -64,10 +64,17 @@ struct ImportOptions {
   /// second, and so every dimension shape inference derived from them: the
   /// graph is then costed and placed at that bound.
   std::vector<std::pair<std::string, int64_t>> Bounds;
+  /// Imports one micro-batch of the step: every data input's batch axis
+  /// (after the overrides above) is divided by this; one it does not
+  /// divide is an error naming the input. The graph records the count
+  /// (annotation `microbatches`) when it is above 1.
+  int64_t MicroBatches = 1;
+  /// The batch axis of the graph input named first (0 for the others).
+  std::vector<std::pair<std::string, int64_t>> BatchAxes;
 
   bool empty() const {
     return !Batch && Dims.empty() && Shapes.empty() && Values.empty() &&
-           Bounds.empty();
+           Bounds.empty() && MicroBatches == 1 && BatchAxes.empty();
   }
 };
 

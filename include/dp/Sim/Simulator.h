@@ -35,6 +35,19 @@
 ///   device progresses at Link::SpeedWhileSending of its rate, one on the
 ///   receiving device at SpeedWhileReceiving.
 ///
+/// - a pipeline plan (dp/IR/PipelinePlan.h) runs every op once per
+///   micro-batch (an instance), the optimizer updates once after the last
+///   micro-batch's backward; a weight gradient accumulates: its instance
+///   for micro-batch k reads micro-batch k - 1's, the update reads the
+///   last. Graph inputs come once per micro-batch, weights once. Each
+///   device runs its instances in the order of its stage's schedule: an
+///   instance of a later task (a micro-batch's forward or backward) waits
+///   until the device has finished every instance of the earlier ones,
+///   FIFO within a task. Stages are the devices in the order of their
+///   first op. Where those orders wait on each other in a cycle (a
+///   placement that is not a chain of stages), the idle devices take
+///   their next ready instance out of order, and the run counts it.
+///
 /// The simulator is the reward function of every learned placer, so the
 /// problem is compiled once into flat arrays (SimGraph) and each run
 /// allocates nothing.
@@ -46,6 +59,7 @@
 
 #include "dp/Cluster/Cluster.h"
 #include "dp/IR/Graph.h"
+#include "dp/IR/PipelinePlan.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/Error.h"
@@ -64,15 +78,33 @@ struct LowerBounds;
 class SimGraph {
 public:
   /// Fails with a located error if an op lacks a `time.<type>` annotation
-  /// for a device type of \p C. Clusters of more than 64 devices are not
-  /// supported.
+  /// for a device type of \p C. With a pipeline plan on \p G, the ops of
+  /// the SimGraph are the plan's instances (getBaseOp()).
   static llvm::Expected<SimGraph> build(const Graph &G, const Cluster &C);
 
+  /// Ops, or with a pipeline plan, instances (op, micro-batch).
   unsigned getNumOps() const { return NumOps; }
+  /// The graph's ops: what a placement gives a device each.
+  unsigned getNumPlacedOps() const { return NumPlacedOps; }
+  /// The graph op of instance \p Op (itself without a plan).
+  uint32_t getBaseOp(uint32_t Op) const {
+    return BaseOp.empty() ? Op : BaseOp[Op];
+  }
+  /// The micro-batch of instance \p Op (0 without a plan; for an update,
+  /// which runs once, the last).
+  unsigned getMicroBatch(uint32_t Op) const {
+    return InstMicroBatch.empty() ? 0 : InstMicroBatch[Op];
+  }
+  /// The plan the instances follow, or None.
+  const llvm::Optional<PipelinePlan> &getPlan() const { return Plan; }
   unsigned getNumDevices() const { return NumDevices; }
-  /// Compute time of \p Op on device \p Dev.
+  /// Compute time of \p Op (an instance under a plan) on device \p Dev.
   double getTime(unsigned Op, unsigned Dev) const {
-    return Time[Op * NumDevices + Dev];
+    return Time[size_t(Op) * NumDevices + Dev];
+  }
+  /// Compute time of graph op \p Op on \p Dev (one micro-batch's).
+  double getOpTime(unsigned Op, unsigned Dev) const {
+    return getTime(FirstInstance.empty() ? Op : FirstInstance[Op], Dev);
   }
   const Cluster &getCluster() const { return *C; }
   /// What shared group \p Grp of the cluster can do at most, in devices'
@@ -102,12 +134,25 @@ private:
                        llvm::ArrayRef<std::string> SharedKeys);
   /// GroupCapacity where SharedScale raises it.
   void computeGroupCapacities();
+  /// From OpInputs, OpResults and TensorProducer: consumers, sources.
+  void buildConsumers();
+  /// Replaces the ops and tensors by the instances of \p P.
+  void expandMicroBatches(const Graph &G, const PipelinePlan &P);
   friend double computeHeterogeneousWorkBound(const SimGraph &G);
   friend double computeHeadWorkTailBound(const SimGraph &G);
   friend std::vector<uint64_t> getResidentBytes(const SimGraph &G);
 
   const Cluster *C = nullptr;
-  unsigned NumOps = 0, NumDevices = 0, NumTensors = 0;
+  unsigned NumOps = 0, NumDevices = 0, NumTensors = 0, NumPlacedOps = 0;
+  llvm::Optional<PipelinePlan> Plan;
+  /// With a plan, per instance: its graph op, micro-batch and task (k < M:
+  /// micro-batch k's forward, M + k its backward, 2M an update).
+  std::vector<uint32_t> BaseOp;
+  std::vector<uint32_t> InstMicroBatch, InstTask;
+  /// With a plan, per tensor instance: its graph tensor.
+  std::vector<uint32_t> BaseTensor;
+  /// With a plan, per graph op: its first instance.
+  std::vector<uint32_t> FirstInstance;
   /// Op-major: Time[Op * NumDevices + Dev].
   std::vector<double> Time;
   /// Op-major like Time, empty when no op has a shared time: the factor
@@ -155,8 +200,9 @@ struct MemorySample {
 struct SimResult {
   double StepTime = 0;
   bool OOM = false;
-  /// The first allocation that exceeded a capacity: device, the op that
-  /// was starting or receiving, and the bytes over.
+  /// The first allocation that exceeded a capacity: device, the op (of
+  /// the graph, also under a plan) that was starting or receiving, and the
+  /// bytes over.
   unsigned OOMDevice = 0;
   uint32_t OOMOp = 0;
   uint64_t OOMBytesOver = 0;
@@ -168,6 +214,10 @@ struct SimResult {
   std::vector<uint64_t> ChannelBytes;
   uint64_t TransferBytes = 0;
   uint32_t NumTransfers = 0;
+  /// With a pipeline plan: instances a device started before earlier
+  /// tasks of its schedule were done, because the schedules waited on each
+  /// other in a cycle (0 for a chain of stages).
+  uint32_t OutOfOrder = 0;
   /// Filled only when timelines are recorded.
   std::vector<OpInterval> Ops;
   std::vector<TransferRecord> Transfers;
@@ -176,6 +226,17 @@ struct SimResult {
   /// Every change of a device's live bytes, in time order; at one time a
   /// device's last sample holds (recorded runs).
   std::vector<MemorySample> Memory;
+  /// With a pipeline plan (recorded runs): what Ops, CriticalPath, OOMOp
+  /// and the transfers index are instances; these give each instance's
+  /// graph op and micro-batch and each tensor instance's graph tensor.
+  /// Empty without a plan, where the indices are the graph's.
+  std::vector<uint32_t> InstanceOp, InstanceMicroBatch, InstanceTensor;
+  uint32_t getOp(uint32_t I) const {
+    return InstanceOp.empty() ? I : InstanceOp[I];
+  }
+  uint32_t getTensor(uint32_t I) const {
+    return InstanceTensor.empty() ? I : InstanceTensor[I];
+  }
 };
 
 /// Runs placements of one SimGraph. Reuse one Simulator for many runs: its
@@ -184,7 +245,8 @@ class Simulator {
 public:
   explicit Simulator(const SimGraph &G);
 
-  /// Simulates \p Placement (a device index per op). With
+  /// Simulates \p Placement (a device index per op of the graph:
+  /// SimGraph::getNumPlacedOps(), also under a pipeline plan). With
   /// \p RecordTimeline, per-op intervals, transfers and the critical path
   /// are recorded too (for reports and traces).
   void run(llvm::ArrayRef<uint32_t> Placement, SimResult &R,
@@ -254,10 +316,46 @@ private:
   std::vector<uint32_t> Uses;
   /// The home device of each tensor.
   std::vector<uint32_t> Home;
-  /// Per device: FIFO of runnable ops. An op is queued at most once per
-  /// run, so each device's queue has NumOps slots and never wraps.
-  std::vector<uint32_t> Queue;
+  /// Per device: FIFO of runnable ops, a list through QNext (an op is
+  /// queued at most once per run).
+  std::vector<uint32_t> QNext;
   std::vector<uint32_t> QHead, QTail;
+  /// Op \p Op is runnable on \p Dev: starts it if the device may, else
+  /// queues it.
+  void makeReady(uint32_t Op, unsigned Dev, double Now, SimResult &R);
+  /// The device's next op, or ~0u: the head of its FIFO, or with a plan,
+  /// the first ready instance of its current task (of any task with
+  /// \p AnyTask).
+  uint32_t takeNext(unsigned Dev, bool AnyTask);
+  /// With a plan: the placement per instance.
+  std::vector<uint32_t> InstPlace;
+  /// With a plan: per device and task, its position in the device's
+  /// schedule (TaskPos) and the instances of the position still to finish
+  /// (PosLeft); per device, the position it runs (CurPos) and its ready
+  /// instances, a min-heap by (position, arrival).
+  unsigned NumTasks = 0;
+  std::vector<uint32_t> TaskPos, PosLeft, CurPos;
+  struct ReadyEntry {
+    uint64_t Key;
+    uint32_t Op;
+    bool operator>(const ReadyEntry &O) const { return Key > O.Key; }
+  };
+  std::vector<std::vector<ReadyEntry>> ReadyHeap;
+  uint32_t Arrivals = 0;
+  /// Sets TaskPos and PosLeft for the placement.
+  void orderTasks();
+  std::vector<uint32_t> DevFirst, StageOf;
+  /// Nothing is in flight but instances wait on schedules that wait on
+  /// each other: every idle device starts its first ready instance.
+  /// Whether one did.
+  bool startOutOfOrder(SimResult &R);
+  /// Scratch for the distinct remote readers of a tensor: a stamp per
+  /// device and the devices found.
+  std::vector<uint32_t> DevStamp;
+  uint32_t Stamp = 0;
+  std::vector<unsigned> RemoteDevs;
+  /// The devices other than \p Home that read \p T, ascending.
+  void findRemoteReaders(uint32_t T, unsigned Home);
   std::vector<uint8_t> Busy;
   std::vector<double> ChannelFree;
   std::vector<uint64_t> Live;

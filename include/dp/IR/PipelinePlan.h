@@ -1,0 +1,71 @@
+//===- dp/IR/PipelinePlan.h - Micro-batches and their schedule --*- C++ -*-===//
+//
+// Part of the dp project.
+//
+//===----------------------------------------------------------------------===//
+///
+/// \file
+/// A pipeline plan as the graph records it (docs/transforms.md, "pipeline"):
+/// the step runs M micro-batches of the graph, each op once per
+/// micro-batch except the optimizer updates, which run once on the
+/// accumulated gradients; each device runs its micro-batches' forward and
+/// backward work in the order of the schedule. The graph stays one
+/// micro-batch's step; the simulator makes the instances (op, micro-batch).
+///
+//===----------------------------------------------------------------------===//
+
+#ifndef DP_IR_PIPELINEPLAN_H
+#define DP_IR_PIPELINEPLAN_H
+
+#include "dp/Support/EnumNames.h"
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/Optional.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace dp {
+
+class Graph;
+
+enum class PipelineScheduleKind : uint8_t {
+  /// GPipe: every micro-batch's forward, then every backward.
+  GPipe,
+  /// PipeDream-Flush's one-forward-one-backward: stage s of p runs
+  /// min(p - s - 1, M) forwards, then alternates one forward and one
+  /// backward, then runs the backwards left.
+  OneFOneB,
+};
+
+/// "gpipe", "1f1b".
+llvm::ArrayRef<EnumEntry<PipelineScheduleKind>> getPipelineScheduleNames();
+llvm::StringRef getPipelineScheduleName(PipelineScheduleKind K);
+llvm::Optional<PipelineScheduleKind> parsePipelineScheduleName(llvm::StringRef);
+
+struct PipelinePlan {
+  unsigned MicroBatches = 1;
+  PipelineScheduleKind Schedule = PipelineScheduleKind::OneFOneB;
+};
+
+/// The plan \p G records (annotations `microbatches` and `schedule`), or
+/// None when it records neither (one micro-batch, no schedule). A graph
+/// imported for M micro-batches without a schedule runs them as GPipe
+/// (gradient accumulation over the whole batch).
+llvm::Optional<PipelinePlan> getPipelinePlan(const Graph &G);
+
+/// The position of \p Task (as below; 2M, an update, comes last) in the
+/// order of stage \p Stage of \p Stages under \p Plan.
+unsigned getStageTaskPosition(const PipelinePlan &Plan, unsigned Stage,
+                              unsigned Stages, unsigned Task);
+
+/// The order in which stage \p Stage of \p Stages runs its tasks under
+/// \p Plan: task k < M is micro-batch k's forward (and loss), M + k its
+/// backward. Every task appears once.
+std::vector<unsigned> getStageTaskOrder(const PipelinePlan &Plan,
+                                        unsigned Stage, unsigned Stages);
+
+} // namespace dp
+
+#endif // DP_IR_PIPELINEPLAN_H

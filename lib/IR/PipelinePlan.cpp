@@ -1,0 +1,71 @@
+//===- PipelinePlan.cpp - Micro-batches and their schedule ----------------===//
+//
+// Part of the dp project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dp/IR/PipelinePlan.h"
+#include "dp/IR/Annotations.h"
+#include "dp/IR/Graph.h"
+
+#include <algorithm>
+
+using namespace llvm;
+
+namespace dp {
+
+static constexpr EnumEntry<PipelineScheduleKind> ScheduleNames[] = {
+    {"gpipe", PipelineScheduleKind::GPipe},
+    {"1f1b", PipelineScheduleKind::OneFOneB},
+};
+
+ArrayRef<EnumEntry<PipelineScheduleKind>> getPipelineScheduleNames() {
+  return ScheduleNames;
+}
+
+StringRef getPipelineScheduleName(PipelineScheduleKind K) {
+  return getEnumName<PipelineScheduleKind>(ScheduleNames, K);
+}
+
+Optional<PipelineScheduleKind> parsePipelineScheduleName(StringRef Name) {
+  return parseEnumName<PipelineScheduleKind>(ScheduleNames, Name);
+}
+
+Optional<PipelinePlan> getPipelinePlan(const Graph &G) {
+  Optional<int64_t> M = ann::get(G, ann::MicroBatches);
+  Optional<StringRef> Name = ann::get(G, ann::Schedule);
+  if (!Name && (!M || *M <= 1))
+    return None;
+  PipelinePlan P;
+  P.MicroBatches = M && *M > 1 ? unsigned(*M) : 1;
+  P.Schedule = PipelineScheduleKind::GPipe;
+  if (Name)
+    if (Optional<PipelineScheduleKind> K = parsePipelineScheduleName(*Name))
+      P.Schedule = *K;
+  return P;
+}
+
+unsigned getStageTaskPosition(const PipelinePlan &Plan, unsigned Stage,
+                              unsigned Stages, unsigned Task) {
+  unsigned M = Plan.MicroBatches;
+  if (Plan.Schedule == PipelineScheduleKind::GPipe || Task >= 2 * M)
+    return Task;
+  // 1F1B: W warm-up forwards, then forward W + i and backward i side by
+  // side, then the W backwards left.
+  unsigned W = std::min(Stages > Stage ? Stages - Stage - 1 : 0, M);
+  if (Task < M)
+    return Task < W ? Task : W + 2 * (Task - W);
+  unsigned K = Task - M;
+  return K < M - W ? W + 2 * K + 1 : 2 * M - W + (K - (M - W));
+}
+
+std::vector<unsigned> getStageTaskOrder(const PipelinePlan &Plan,
+                                        unsigned Stage, unsigned Stages) {
+  unsigned M = Plan.MicroBatches;
+  std::vector<unsigned> Order(2 * M);
+  for (unsigned Task = 0; Task != 2 * M; ++Task)
+    Order[getStageTaskPosition(Plan, Stage, Stages, Task)] = Task;
+  return Order;
+}
+
+} // namespace dp

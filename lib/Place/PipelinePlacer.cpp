@@ -1,0 +1,353 @@
+//===- PipelinePlacer.cpp - Pipeline stages cut over the step -------------===//
+//
+// Part of the dp project.
+//
+//===----------------------------------------------------------------------===//
+//
+// place{algo=pipeline}: the units in topological order cut into contiguous
+// stages, stage k on the k-th compute device (docs/placers.md, "pipeline").
+// balance=time, the default, finds for each stage count the cuts that
+// minimize the slowest stage, its time being its units' forward and
+// backward time on its device or the transfers over its cut in, under the
+// memory the schedule keeps in flight there (1F1B: min(p - k, M)
+// micro-batches' activations at stage k of p; GPipe: M), by bisection on
+// that bottleneck with a greedy fill (the optimal cut for a bottleneck
+// takes each stage as far as it goes, PipeDream's and Piper's contiguous
+// partitions); the pipelined simulator then picks the stage count. The
+// baselines of DeepSpeed's partition_method cut into as many stages as
+// there are devices: balance=layers (uniform: equal numbers of layers, a
+// layer being a unit whose forward ops read weights) and balance=parameters
+// (equal weight bytes).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Placers.h"
+#include "dp/IR/Annotations.h"
+#include "dp/Place/Placer.h"
+#include "dp/Support/Diagnostics.h"
+
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringExtras.h"
+
+#include <algorithm>
+#include <limits>
+
+using namespace llvm;
+
+namespace dp {
+
+static constexpr StringLiteral Algo = "pipeline";
+
+namespace {
+
+enum class BalanceKind { Time, Layers, Parameters };
+
+/// The stage cuts of one problem.
+class StageCutter {
+public:
+  StageCutter(const PlacementProblem &P, ArrayRef<unsigned> Devs,
+              BalanceKind Balance);
+
+  /// Cuts into at most \p Stages stages (fewer when fewer do as well):
+  /// the first position of each stage, then Order.size().
+  std::vector<unsigned> cut(unsigned Stages) const;
+  /// The unit placement of \p Cuts.
+  std::vector<uint32_t> place(ArrayRef<unsigned> Cuts) const;
+
+private:
+  /// Whether the units fit in \p Stages stages of at most \p Limit each;
+  /// the cuts in \p Cuts when they do.
+  bool fill(double Limit, unsigned Stages, std::vector<unsigned> &Cuts) const;
+  /// What position \p I adds to stage \p K.
+  double weight(unsigned I, unsigned K) const;
+  /// Micro-batches whose activations stage \p K of \p Stages holds at once.
+  unsigned inFlight(unsigned K, unsigned Stages) const;
+
+  const PlacementProblem &P;
+  ArrayRef<unsigned> Devs;
+  BalanceKind Balance;
+  ArrayRef<uint32_t> Order;
+  Optional<PipelinePlan> Plan;
+  /// Per position: layers or parameter bytes (Balance other than Time).
+  std::vector<double> Count;
+  /// Per position and device type: what the unit's updates save per
+  /// micro-batch, (1 - 1/M) of their time: they run once a step, not once
+  /// per micro-batch like the rest of the unit's time.
+  std::vector<double> UpdateSaving;
+  unsigned NumTypes = 0;
+  /// Per position: bytes that stay on the device all step, and one
+  /// micro-batch's forward results.
+  std::vector<uint64_t> Resident, Activations;
+  /// Per position I: bytes a cut before I carries (results made before I
+  /// and read at or after it).
+  std::vector<uint64_t> CutBytes;
+};
+
+} // namespace
+
+StageCutter::StageCutter(const PlacementProblem &P, ArrayRef<unsigned> Devs,
+                         BalanceKind Balance)
+    : P(P), Devs(Devs), Balance(Balance), Order(P.getTopologicalOrder()),
+      Plan(P.getSimGraph().getPlan()) {
+  const Graph &G = P.getGraph();
+  unsigned N = Order.size();
+  std::vector<unsigned> PosOf(N);
+  for (unsigned I = 0; I != N; ++I)
+    PosOf[Order[I]] = I;
+  Count.assign(N, 0);
+  NumTypes = P.getCluster().getTypes().size();
+  UpdateSaving.assign(size_t(N) * NumTypes, 0);
+  double Share = Plan ? 1 - 1.0 / Plan->MicroBatches : 0;
+  std::vector<int> TypeDevice(NumTypes, -1);
+  for (unsigned D = 0, E = P.getNumDevices(); D != E; ++D)
+    if (TypeDevice[P.getCluster().getDevices()[D].Type] < 0)
+      TypeDevice[P.getCluster().getDevices()[D].Type] = D;
+  Resident.assign(N, 0);
+  Activations.assign(N, 0);
+  std::vector<int64_t> Delta(N + 1, 0);
+  for (unsigned I = 0; I != N; ++I) {
+    uint64_t Results = 0;
+    bool Layer = false;
+    for (uint32_t O : P.getUnitOps(Order[I])) {
+      const Op &Node = G.getOp(O);
+      StringRef Phase = ann::getString(Node, ann::Phase);
+      bool Forward = Phase.empty() || Phase == "forward" || Phase == "loss";
+      if (Phase == "update" && Share > 0)
+        for (unsigned T = 0; T != NumTypes; ++T)
+          if (TypeDevice[T] >= 0)
+            UpdateSaving[size_t(I) * NumTypes + T] +=
+                Share * P.getSimGraph().getOpTime(O, TypeDevice[T]);
+      for (TensorId T : Node.Results) {
+        if (T == NoId)
+          continue;
+        uint64_t Bytes = G.getTensor(T).Type.getSizeInBytes().getValueOr(0);
+        Results += Bytes;
+        if (Forward)
+          Activations[I] += Bytes;
+      }
+      if (!Forward)
+        continue;
+      for (TensorId T : Node.Operands) {
+        if (T == NoId || G.getTensor(T).Kind != TensorKind::Weight)
+          continue;
+        Layer = true;
+        if (Balance == BalanceKind::Parameters)
+          Count[I] +=
+              double(G.getTensor(T).Type.getSizeInBytes().getValueOr(0));
+      }
+    }
+    if (Balance == BalanceKind::Layers)
+      Count[I] = Layer;
+    uint64_t Memory = P.getUnitMemory(Order[I]);
+    Resident[I] = Memory > Results ? Memory - Results : 0;
+  }
+  // Bytes over each cut: a tensor crosses every cut between its producer's
+  // position and its last reader's.
+  for (const Tensor &Tn : G.tensors()) {
+    if (Tn.Producer == NoId || Tn.Uses.empty())
+      continue;
+    unsigned From = PosOf[P.getUnitOf(Tn.Producer)], To = From;
+    for (const Use &U : Tn.Uses)
+      To = std::max(To, PosOf[P.getUnitOf(U.User)]);
+    if (To == From)
+      continue;
+    int64_t Bytes = Tn.Type.getSizeInBytes().getValueOr(0);
+    Delta[From + 1] += Bytes;
+    Delta[To + 1] -= Bytes;
+  }
+  CutBytes.assign(N + 1, 0);
+  int64_t Running = 0;
+  for (unsigned I = 0; I <= N; ++I)
+    CutBytes[I] = uint64_t(Running += Delta[I]);
+}
+
+unsigned StageCutter::inFlight(unsigned K, unsigned Stages) const {
+  if (!Plan)
+    return 1;
+  if (Plan->Schedule == PipelineScheduleKind::GPipe)
+    return Plan->MicroBatches;
+  return std::min(Stages - K, Plan->MicroBatches);
+}
+
+double StageCutter::weight(unsigned I, unsigned K) const {
+  if (Balance != BalanceKind::Time)
+    return Count[I];
+  unsigned Type = P.getCluster().getDevices()[Devs[K]].Type;
+  return P.getUnitTime(Order[I], Devs[K]) -
+         UpdateSaving[size_t(I) * NumTypes + Type];
+}
+
+bool StageCutter::fill(double Limit, unsigned Stages,
+                       std::vector<unsigned> &Cuts) const {
+  const Cluster &C = P.getCluster();
+  unsigned N = Order.size();
+  Cuts.assign(1, 0);
+  unsigned K = 0;
+  double Load = 0;
+  uint64_t Resident = 0, Active = 0;
+  for (unsigned I = 0; I != N; ++I) {
+    double W = weight(I, K);
+    uint64_t Capacity = P.getDeviceCapacity(Devs[K]);
+    bool Fits = Resident + this->Resident[I] +
+                    inFlight(K, Stages) * (Active + Activations[I]) <=
+                Capacity;
+    if (I != Cuts.back() && (Load + W > Limit || !Fits)) {
+      // The next stage starts here. Its transfers in (activations forward,
+      // their gradients back) use the links, not the devices, and overlap
+      // other micro-batches' compute: they must fit the bound by
+      // themselves.
+      if (++K == Stages)
+        return false;
+      if (Balance == BalanceKind::Time && CutBytes[I]) {
+        unsigned A = Devs[K - 1], B = Devs[K];
+        if (2 * (C.getRouteLatency(A, B) +
+                 double(CutBytes[I]) / C.getRouteBandwidth(A, B)) >
+            Limit)
+          return false;
+      }
+      Cuts.push_back(I);
+      Load = 0;
+      Resident = Active = 0;
+      W = weight(I, K);
+    }
+    Load += W;
+    Resident += this->Resident[I];
+    Active += Activations[I];
+  }
+  Cuts.push_back(N);
+  return true;
+}
+
+std::vector<unsigned> StageCutter::cut(unsigned Stages) const {
+  unsigned N = Order.size();
+  double Hi = 0;
+  for (unsigned I = 0; I != N; ++I) {
+    double Most = 0;
+    for (unsigned K = 0; K != Devs.size(); ++K)
+      Most = std::max(Most, weight(I, K));
+    Hi += Most;
+  }
+  // A cut's transfers can take longer than all the compute.
+  if (Balance == BalanceKind::Time)
+    for (unsigned I = 1; I < N; ++I)
+      for (unsigned K = 1; K < Devs.size(); ++K)
+        Hi = std::max(
+            Hi, 2 * (P.getCluster().getRouteLatency(Devs[K - 1], Devs[K]) +
+                     double(CutBytes[I]) / P.getCluster().getRouteBandwidth(
+                                               Devs[K - 1], Devs[K])));
+  std::vector<unsigned> Cuts, Best;
+  if (!fill(Hi, Stages, Best))
+    return {}; // Memory: no cut into this many stages fits.
+  double Lo = 0;
+  for (unsigned Iter = 0; Iter != 64 && Hi - Lo > 1e-9 * Hi; ++Iter) {
+    double Mid = (Lo + Hi) / 2;
+    if (fill(Mid, Stages, Cuts)) {
+      Hi = Mid;
+      Best = Cuts;
+    } else {
+      Lo = Mid;
+    }
+  }
+  return Best;
+}
+
+std::vector<uint32_t> StageCutter::place(ArrayRef<unsigned> Cuts) const {
+  std::vector<uint32_t> Placement(P.getNumUnits(), Devs[0]);
+  for (unsigned K = 0; K + 1 < Cuts.size(); ++K)
+    for (unsigned I = Cuts[K]; I != Cuts[K + 1]; ++I)
+      Placement[Order[I]] = Devs[K];
+  return Placement;
+}
+
+Expected<std::vector<uint32_t>> placePipelineStages(const PlacementProblem &P,
+                                                    const PlaceOptions &Opts) {
+  const Cluster &C = P.getCluster();
+  StringRef BalanceName = Opts.get("balance");
+  BalanceKind Balance;
+  if (BalanceName == "time")
+    Balance = BalanceKind::Time;
+  else if (BalanceName == "layers")
+    Balance = BalanceKind::Layers;
+  else if (BalanceName == "parameters")
+    Balance = BalanceKind::Parameters;
+  else
+    return makeError("place{algo=pipeline}: balance must be time, layers or "
+                     "parameters, not '" +
+                     BalanceName + "'");
+  SmallVector<unsigned, 8> Devs;
+  StringRef DevicesName = Opts.get("devices");
+  if (DevicesName != "gpus" && DevicesName != "all")
+    return makeError("place{algo=pipeline}: devices must be gpus or all, "
+                     "not '" +
+                     DevicesName + "'");
+  for (unsigned D = 0, E = C.getNumDevices(); D != E; ++D)
+    if (DevicesName == "all" || C.getDeviceType(D).Kind != DeviceKind::CPU)
+      Devs.push_back(D);
+  if (Devs.empty())
+    for (unsigned D = 0, E = C.getNumDevices(); D != E; ++D)
+      Devs.push_back(D);
+  unsigned MaxStages = Devs.size();
+  StringRef StagesText = Opts.get("stages");
+  if (StagesText != "auto") {
+    unsigned N;
+    if (!to_integer(StagesText, N, 10) || N == 0)
+      return makeError("place{algo=pipeline}: stages must be auto or a "
+                       "positive integer, not '" +
+                       StagesText + "'");
+    if (N > Devs.size())
+      return makeError("place{algo=pipeline}: stages=" + Twine(N) +
+                       " is more than the " + Twine(Devs.size()) +
+                       " devices it can use on '" + C.getName() + "'");
+    MaxStages = N;
+  }
+  unsigned NumUnits = P.getNumUnits();
+  if (NumUnits == 0)
+    return std::vector<uint32_t>();
+  MaxStages = std::min(MaxStages, NumUnits);
+
+  StageCutter Cutter(P, Devs, Balance);
+  // The stage counts tried: with balance=time every count up to 16, then
+  // powers of two, and the most; the baselines use every device.
+  SmallVector<unsigned, 16> Counts;
+  if (Balance != BalanceKind::Time || StagesText != "auto") {
+    Counts.push_back(MaxStages);
+  } else {
+    for (unsigned K = 1; K <= MaxStages; K = K < 16 ? K + 1 : 2 * K)
+      Counts.push_back(K);
+    if (Counts.back() != MaxStages)
+      Counts.push_back(MaxStages);
+  }
+  std::vector<uint32_t> Best, Tried;
+  double BestStep = std::numeric_limits<double>::infinity();
+  bool BestFits = false;
+  for (unsigned K : Counts) {
+    std::vector<unsigned> Cuts = Cutter.cut(K);
+    if (Cuts.empty())
+      continue;
+    std::vector<uint32_t> Placement = Cutter.place(Cuts);
+    if (Placement == Tried)
+      continue;
+    Tried = Placement;
+    const SimResult &R = P.simulate(Placement);
+    bool Fits = !R.OOM;
+    if ((Fits && !BestFits) || (Fits == BestFits && R.StepTime < BestStep)) {
+      Best = Placement;
+      BestStep = R.StepTime;
+      BestFits = Fits;
+    }
+  }
+  if (Best.empty()) {
+    // No stage count held the memory by the estimate: the simulator's
+    // account of the most stages says where it overflows.
+    std::vector<unsigned> Even;
+    for (unsigned K = 0; K <= MaxStages; ++K)
+      Even.push_back(unsigned(uint64_t(K) * NumUnits / MaxStages));
+    Best = Cutter.place(Even);
+    return makeNoFitErrorFromSim(P, Algo, Best, P.simulate(Best));
+  }
+  if (!BestFits)
+    return makeNoFitErrorFromSim(P, Algo, Best, P.simulate(Best));
+  return std::move(Best);
+}
+
+} // namespace dp

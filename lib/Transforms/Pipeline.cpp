@@ -1,0 +1,80 @@
+//===- Pipeline.cpp - The pipeline plan pass ------------------------------===//
+//
+// Part of the dp project.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dp/Transforms/Pipeline.h"
+#include "dp/IR/Annotations.h"
+#include "dp/IR/Graph.h"
+#include "dp/Support/Diagnostics.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace llvm;
+
+namespace dp {
+
+Error PipelinePass::run(Graph &G, PassContext &Ctx) {
+  std::string Who =
+      "pipeline{microbatches=" + std::to_string(Opts.MicroBatches) + "}";
+  if (ann::get(G, ann::Schedule))
+    return makeError(Who + ": the graph already has a pipeline plan (" +
+                     ann::get(G, ann::Schedule)->str() + ")");
+  int64_t Imported = ann::get(G, ann::MicroBatches).getValueOr(1);
+  if (Imported != Opts.MicroBatches) {
+    if (Imported == 1)
+      return makeError(
+          Who +
+          ": the graph is the whole batch's step; import it as one "
+          "micro-batch's, with import-onnx{microbatches=" +
+          Twine(Opts.MicroBatches) +
+          "} (dp-opt does so when pipeline{} follows import-onnx in one "
+          "pipeline)");
+    return makeError(Who + ": the graph was imported for " + Twine(Imported) +
+                     " micro-batches");
+  }
+  ann::set(G, ann::Schedule, getPipelineScheduleName(Opts.Schedule));
+  if (Ctx.Report)
+    *Ctx.Report << name() << ": " << Opts.MicroBatches << " micro-batch"
+                << (Opts.MicroBatches == 1 ? "" : "es")
+                << " per step, schedule "
+                << getPipelineScheduleName(Opts.Schedule) << '\n';
+  return Error::success();
+}
+
+void PipelinePass::printPipeline(raw_ostream &OS) const {
+  printPassOptions(OS, name(), Opts, describeOptions);
+}
+
+OptionTable PipelinePass::describeOptions(PipelineOptions &O) {
+  OptionTable T(name().str());
+  T.integer<int64_t>("microbatches", O.MicroBatches, 1, 1 << 20, "M")
+      .printAlways()
+      .choice<PipelineScheduleKind>("schedule", O.Schedule,
+                                    getPipelineScheduleNames())
+      .printAlways()
+      .custom(
+          "batch-axis", "NAME:AXIS",
+          [&O](StringRef Value) -> Error {
+            auto [Name, Text] = Value.rsplit(':');
+            int64_t Axis;
+            if (Name.empty() || !to_integer(Text, Axis, 10) || Axis < 0)
+              return makeError("batch-axis takes NAME:AXIS with AXIS a "
+                               "non-negative integer, not '" +
+                               Value + "'");
+            O.BatchAxes.emplace_back(Name.str(), Axis);
+            return Error::success();
+          },
+          [&O] {
+            std::vector<std::string> V;
+            for (const auto &[Name, Axis] : O.BatchAxes)
+              V.push_back(Name + ":" + std::to_string(Axis));
+            return V;
+          })
+      .repeatable();
+  return T;
+}
+
+} // namespace dp
