@@ -115,7 +115,7 @@ def write_docs(rows, command):
         mr = [r for r in rows if r["model"] == model]
         if not mr:
             continue
-        flat = [r for r in mr if not int(r["microbatches"]) and r["oom"] ==
+        flat = [r for r in mr if not r["microbatches"] and r["oom"] ==
                 "False"]
         if not flat:
             continue

@@ -635,11 +635,19 @@ static void estimateUpdate(const Graph &G, const Op &O, OpWork &W,
       Weight = &G.getTensor(T).Type;
       break;
     }
-  double WeightBytes = numBytes(Weight);
+  double WeightBytes = numBytes(Weight), Elements = numElements(Weight);
   double States =
       double(std::max<int64_t>(getIntAttr(O, "state_copies", 0), 0));
-  W.Flops = PerElement * numElements(Weight);
-  // Reads weight, gradient and state; writes weight and state.
+  W.Flops = PerElement * Elements;
+  // Reads weight, gradient and state; writes weight and state. Mixed
+  // precision keeps the state and an f32 master copy of the weight, which
+  // the update reads and writes too.
+  if (getIntAttr(O, "master_weights", 0) == 1) {
+    double StateBytes = (States + 1) * 4 * Elements;
+    W.Bytes = 3 * WeightBytes + 2 * StateBytes;
+    W.PersistentBytes = uint64_t(StateBytes);
+    return;
+  }
   W.Bytes = (3 + 2 * States) * WeightBytes;
   W.PersistentBytes = uint64_t(States * WeightBytes);
 }

@@ -259,6 +259,41 @@ std::vector<uint32_t> StageCutter::place(ArrayRef<unsigned> Cuts) const {
   return Placement;
 }
 
+/// Moves each cut of \p Cuts earlier or later by a step, halving the step
+/// from an eighth of a stage to one unit, while the pipelined simulator
+/// finds a faster step that fits (at most 400 simulations).
+static void refineCuts(const PlacementProblem &P, const StageCutter &Cutter,
+                       std::vector<unsigned> &Cuts, double &Step) {
+  unsigned Stages = Cuts.size() - 1, N = Cuts.back();
+  if (Stages < 2)
+    return;
+  unsigned Budget = 400;
+  for (unsigned Delta = std::max(1u, N / Stages / 8); Delta && Budget;
+       Delta /= 2) {
+    bool Improved = true;
+    while (Improved && Budget) {
+      Improved = false;
+      for (unsigned K = 1; K != Stages && Budget; ++K)
+        for (int Dir : {-1, +1}) {
+          long Moved = long(Cuts[K]) + Dir * long(Delta);
+          // No stage may become empty.
+          if (Moved <= long(Cuts[K - 1]) || Moved >= long(Cuts[K + 1]) ||
+              !Budget)
+            continue;
+          std::vector<unsigned> Trial = Cuts;
+          Trial[K] = unsigned(Moved);
+          --Budget;
+          const SimResult &R = P.simulate(Cutter.place(Trial));
+          if (!R.OOM && R.StepTime < Step) {
+            Cuts = std::move(Trial);
+            Step = R.StepTime;
+            Improved = true;
+          }
+        }
+    }
+  }
+}
+
 Expected<std::vector<uint32_t>> placePipelineStages(const PlacementProblem &P,
                                                     const PlaceOptions &Opts) {
   const Cluster &C = P.getCluster();
@@ -317,25 +352,43 @@ Expected<std::vector<uint32_t>> placePipelineStages(const PlacementProblem &P,
     if (Counts.back() != MaxStages)
       Counts.push_back(MaxStages);
   }
-  std::vector<uint32_t> Best, Tried;
+  // Each candidate cut is simulated with the plan; the fastest that fits
+  // wins (ties: the first, fewer stages).
+  std::vector<unsigned> BestCuts;
   double BestStep = std::numeric_limits<double>::infinity();
   bool BestFits = false;
-  for (unsigned K : Counts) {
-    std::vector<unsigned> Cuts = Cutter.cut(K);
-    if (Cuts.empty())
-      continue;
+  std::vector<uint32_t> Tried;
+  auto Score = [&](const std::vector<unsigned> &Cuts) {
     std::vector<uint32_t> Placement = Cutter.place(Cuts);
     if (Placement == Tried)
-      continue;
+      return;
     Tried = Placement;
     const SimResult &R = P.simulate(Placement);
     bool Fits = !R.OOM;
     if ((Fits && !BestFits) || (Fits == BestFits && R.StepTime < BestStep)) {
-      Best = Placement;
+      BestCuts = Cuts;
       BestStep = R.StepTime;
       BestFits = Fits;
     }
+  };
+  for (unsigned K : Counts)
+    if (std::vector<unsigned> Cuts = Cutter.cut(K); !Cuts.empty())
+      Score(Cuts);
+  if (Balance == BalanceKind::Time) {
+    // The baselines' cuts are candidates too: the estimate above ignores
+    // how the stages' transfers and the schedule interleave, which the
+    // simulator counts.
+    for (BalanceKind Other : {BalanceKind::Layers, BalanceKind::Parameters})
+      if (std::vector<unsigned> Cuts =
+              StageCutter(P, Devs, Other).cut(MaxStages);
+          !Cuts.empty())
+        Score(Cuts);
+    if (!BestCuts.empty() && BestFits)
+      refineCuts(P, Cutter, BestCuts, BestStep);
   }
+  std::vector<uint32_t> Best;
+  if (!BestCuts.empty())
+    Best = Cutter.place(BestCuts);
   if (Best.empty()) {
     // No stage count held the memory by the estimate: the simulator's
     // account of the most stages says where it overflows.

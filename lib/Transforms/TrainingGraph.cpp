@@ -34,6 +34,13 @@ using namespace dp::transforms;
 
 namespace dp {
 
+static constexpr EnumEntry<TrainingGraphOptions::MasterWeightsKind>
+    MasterWeightsNames[] = {
+        {"auto", TrainingGraphOptions::MasterWeightsKind::Auto},
+        {"true", TrainingGraphOptions::MasterWeightsKind::On},
+        {"false", TrainingGraphOptions::MasterWeightsKind::Off},
+};
+
 static constexpr EnumEntry<OptimizerKind> OptimizerNames[] = {
     {"sgd", OptimizerKind::SGD},
     {"momentum", OptimizerKind::Momentum},
@@ -330,6 +337,12 @@ void TrainingGraphBuilder::buildUpdates() {
     B.Annotations = makeAnnotations("update", getFirstReader(W));
     AttributeList Attrs;
     Attrs.set("state_copies", Attribute::getInt(Copies));
+    DTypeKind DT = G.getTensor(W).Type.DType;
+    bool Half = DT == DTypeKind::F16 || DT == DTypeKind::BF16;
+    if (Opts.MasterWeights == TrainingGraphOptions::MasterWeightsKind::On ||
+        (Opts.MasterWeights == TrainingGraphOptions::MasterWeightsKind::Auto &&
+         Half))
+      Attrs.set("master_weights", Attribute::getInt(1));
     std::string Result = B.makeTensorName(Name + "/updated");
     OpId O = B.create(Name + "/update", "dp", Type, {W, Grad[W]},
                       {G.getTensor(W).Type}, std::move(Attrs), {Result});
@@ -381,7 +394,9 @@ OptionTable TrainingGraphPass::describeOptions(TrainingGraphOptions &O) {
   OptionTable T(name().str());
   T.choice<OptimizerKind>("optimizer", O.Optimizer, OptimizerNames)
       .printAlways()
-      .flag("input-grads", O.InputGradients);
+      .flag("input-grads", O.InputGradients)
+      .choice<TrainingGraphOptions::MasterWeightsKind>(
+          "master-weights", O.MasterWeights, MasterWeightsNames);
   return T;
 }
 

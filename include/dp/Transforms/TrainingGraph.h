@@ -54,6 +54,12 @@ struct TrainingGraphOptions {
   /// Whether floating-point graph inputs are differentiated like weights
   /// (their gradients computed), or treated as data that needs none.
   bool InputGradients = true;
+  /// Mixed precision: the optimizer keeps an f32 master copy of each
+  /// 16-bit (f16, bf16) weight and its state in f32 (attribute
+  /// `master_weights` of the update op): Adam's 16 bytes per parameter
+  /// with the weight and its gradient. Auto: for 16-bit weights.
+  enum class MasterWeightsKind : uint8_t { Auto, On, Off };
+  MasterWeightsKind MasterWeights = MasterWeightsKind::Auto;
 };
 
 /// Adds the loss, backward and update ops to the forward graph \p G. Fails,
@@ -73,7 +79,8 @@ public:
   llvm::Error run(Graph &G, PassContext &Ctx);
   void printPipeline(llvm::raw_ostream &OS) const;
 
-  /// optimizer=sgd|momentum|adam and input-grads=true|false, bound to \p O.
+  /// optimizer=sgd|momentum|adam, input-grads=true|false and
+  /// master-weights=auto|true|false, bound to \p O.
   static OptionTable describeOptions(TrainingGraphOptions &O);
   static llvm::Expected<TrainingGraphOptions> parseOptions(OptionList Options) {
     return parsePassOptions<TrainingGraphOptions>(Options, describeOptions);
