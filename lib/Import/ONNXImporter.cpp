@@ -289,8 +289,8 @@ private:
   void bindValues();
   /// Divides every data input's batch axis by Opts.MicroBatches.
   void splitBatch();
-  /// Lets Reshapes whose shape constants repeat their input's sizes follow
-  /// a changed batch (before the overrides change it).
+  /// Lets Reshapes and Expands whose shape constants repeat their input's
+  /// sizes follow a changed batch (before the overrides change it).
   void relaxReshapeConstants();
   /// Constants and control-flow bodies' initializers stored as external
   /// data: the checker wants their bytes, so floating-point ones get zeros
@@ -734,11 +734,13 @@ void ONNXImporter::relaxReshapeConstants() {
   // operand ([24, 384, 12, 64] for the [24, 384, 768] it reads). Where a
   // size there equals the input's size at the same position, 0 (copy that
   // size) is the same reshape at the exported shapes, and follows a new
-  // batch. Only constants that one Reshape reads are changed, in the
-  // working copy of the model.
+  // batch; in Expand's shape, 1 (keep the input's size) does the same.
+  // A constant changes, in the working copy of the model, only when every
+  // reader is such a Reshape or Expand and all agree on the new values.
   onnx::GraphProto &G = *Model->mutable_graph();
   bool Any = any_of(G.node(), [](const onnx::NodeProto &N) {
-    return N.op_type() == "Reshape" && N.domain().empty();
+    return (N.op_type() == "Reshape" || N.op_type() == "Expand") &&
+           N.domain().empty();
   });
   if (!Any)
     return;
@@ -771,10 +773,6 @@ void ONNXImporter::relaxReshapeConstants() {
     Record(VI);
   for (const auto &VI : Exported.graph().value_info())
     Record(VI);
-  StringMap<unsigned> Uses;
-  for (const onnx::NodeProto &N : G.node())
-    for (const std::string &In : N.input())
-      ++Uses[In];
   StringMap<onnx::TensorProto *> Constants;
   for (onnx::TensorProto &T : *G.mutable_initializer())
     Constants[T.name()] = &T;
@@ -783,30 +781,46 @@ void ONNXImporter::relaxReshapeConstants() {
       for (onnx::AttributeProto &A : *N.mutable_attribute())
         if (A.name() == "value" && A.has_t())
           Constants[N.output(0)] = A.mutable_t();
+  // What each reader of a constant shape would make of it; None where a
+  // reader is not a Reshape or Expand whose input sizes are known.
+  StringMap<Optional<std::vector<int64_t>>> Relaxed;
   for (const onnx::NodeProto &N : G.node()) {
-    if (N.op_type() != "Reshape" || !N.domain().empty() ||
-        N.input_size() != 2 || Uses.lookup(N.input(1)) != 1 ||
-        any_of(N.attribute(), [](const onnx::AttributeProto &A) {
-          return A.name() == "allowzero" && A.i() != 0;
-        }))
-      continue;
-    auto In = Sizes.find(N.input(0));
-    onnx::TensorProto *T = Constants.lookup(N.input(1));
-    if (In == Sizes.end() || !T)
-      continue;
-    Optional<std::vector<int64_t>> Shape = readInt64s(*T);
-    if (!Shape)
-      continue;
-    bool Changed = false;
-    for (size_t I = 0, E = std::min(Shape->size(), In->second.size()); I != E;
-         ++I)
-      if ((*Shape)[I] > 1 && (*Shape)[I] == In->second[I]) {
-        (*Shape)[I] = 0;
-        Changed = true;
+    for (int I = 0, E = N.input_size(); I != E; ++I) {
+      const std::string &Name = N.input(I);
+      onnx::TensorProto *T = Constants.lookup(Name);
+      if (!T)
+        continue;
+      bool Reshape = N.op_type() == "Reshape" && I == 1 &&
+                     none_of(N.attribute(), [](const onnx::AttributeProto &A) {
+                       return A.name() == "allowzero" && A.i() != 0;
+                     });
+      bool Expand = N.op_type() == "Expand" && I == 1;
+      auto In = Sizes.find(N.input(0));
+      Optional<std::vector<int64_t>> Shape = readInt64s(*T);
+      Optional<std::vector<int64_t>> Mine;
+      if (N.domain().empty() && (Reshape || Expand) && In != Sizes.end() &&
+          Shape) {
+        // Reshape: 0 copies the input's size at the same position.
+        // Expand: 1 keeps the input's size (right-aligned broadcasting).
+        ArrayRef<int64_t> Dims = In->second;
+        size_t Offset = Expand && Shape->size() > Dims.size()
+                            ? Shape->size() - Dims.size()
+                            : 0;
+        Mine = Shape;
+        for (size_t P = Offset; P < Shape->size(); ++P) {
+          size_t D = Expand ? P - Offset : P;
+          if (D < Dims.size() && (*Shape)[P] > 1 && (*Shape)[P] == Dims[D])
+            (*Mine)[P] = Reshape ? 0 : 1;
+        }
       }
-    if (Changed)
-      writeInt64s(*T, *Shape);
+      auto [It, New] = Relaxed.try_emplace(Name, Mine);
+      if (!New && It->second != Mine)
+        It->second = None; // Readers disagree: leave it.
+    }
   }
+  for (auto &KV : Relaxed)
+    if (KV.second)
+      writeInt64s(*Constants.lookup(KV.first()), *KV.second);
 }
 
 void ONNXImporter::splitBatch() {

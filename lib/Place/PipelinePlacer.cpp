@@ -10,10 +10,11 @@
 // minimize the slowest stage, its time being its units' forward and
 // backward time on its device or the transfers over its cut in, under the
 // memory the schedule keeps in flight there (1F1B: min(p - k, M)
-// micro-batches' activations at stage k of p; GPipe: M), by bisection on
-// that bottleneck with a greedy fill (the optimal cut for a bottleneck
-// takes each stage as far as it goes, PipeDream's and Piper's contiguous
-// partitions); the pipelined simulator then picks the stage count. The
+// micro-batches' saved activations at stage k of p; GPipe: M), by
+// bisection on that bottleneck with a greedy fill (the optimal cut for a
+// bottleneck takes each stage as far as it goes, PipeDream's and Piper's
+// contiguous partitions); the pipelined simulator then picks among them
+// and the baselines' cuts, and refines the winner's cut points. The
 // baselines of DeepSpeed's partition_method cut into as many stages as
 // there are devices: balance=layers (uniform: equal numbers of layers, a
 // layer being a unit whose forward ops read weights) and balance=parameters
@@ -76,7 +77,7 @@ private:
   std::vector<double> UpdateSaving;
   unsigned NumTypes = 0;
   /// Per position: bytes that stay on the device all step, and one
-  /// micro-batch's forward results.
+  /// micro-batch's forward results that its backward reads.
   std::vector<uint64_t> Resident, Activations;
   /// Per position I: bytes a cut before I carries (results made before I
   /// and read at or after it).
@@ -120,9 +121,14 @@ StageCutter::StageCutter(const PlacementProblem &P, ArrayRef<unsigned> Devs,
       for (TensorId T : Node.Results) {
         if (T == NoId)
           continue;
-        uint64_t Bytes = G.getTensor(T).Type.getSizeInBytes().getValueOr(0);
+        const Tensor &Tn = G.getTensor(T);
+        uint64_t Bytes = Tn.Type.getSizeInBytes().getValueOr(0);
         Results += Bytes;
-        if (Forward)
+        // What a micro-batch in flight keeps: the forward results its
+        // backward reads (the rest is freed as the forward goes).
+        if (Forward && any_of(Tn.Uses, [&](const Use &U) {
+              return ann::getString(G.getOp(U.User), ann::Phase) == "backward";
+            }))
           Activations[I] += Bytes;
       }
       if (!Forward)
