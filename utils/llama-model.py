@@ -341,12 +341,10 @@ def build(c, batch, seq, dtype, location):
     return model, params, b.offset
 
 
-def validate(model, batch, seq, vocab, path):
-    """Check an in-memory copy in which every external initializer and
-    every Constant with an external value is a graph input (onnx 1.12's
-    checker fails on a missing data file): checker, strict shape inference
-    with data propagation, a static shape for every node output, and the
-    logits shape."""
+def without_absent_data(model):
+    """A copy of model in which every external initializer and every
+    Constant with an external value is a graph input: onnx 1.12's checker
+    fails on a missing data file, which these models never have."""
     copy = onnx.ModelProto()
     copy.CopyFrom(model)
     graph = copy.graph
@@ -369,6 +367,15 @@ def validate(model, batch, seq, vocab, path):
             inline.append(init)
     del graph.initializer[:]
     graph.initializer.extend(inline)
+    return copy
+
+
+def validate(model, batch, seq, vocab, path):
+    """Check the model as without_absent_data gives it: checker, strict
+    shape inference with data propagation, a static shape for every node
+    output, and the logits shape."""
+    copy = without_absent_data(model)
+    graph = copy.graph
 
     def fail(message):
         raise SystemExit(f"llama-model.py: {path}: {message}")

@@ -26,6 +26,7 @@
 #include "dp/IR/Annotations.h"
 #include "dp/Place/Placer.h"
 #include "dp/Support/Diagnostics.h"
+#include "dp/Support/EnumNames.h"
 
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringExtras.h"
@@ -42,6 +43,12 @@ static constexpr StringLiteral Algo = "pipeline";
 namespace {
 
 enum class BalanceKind { Time, Layers, Parameters };
+
+constexpr EnumEntry<BalanceKind> BalanceNames[] = {
+    {"time", BalanceKind::Time},
+    {"layers", BalanceKind::Layers},
+    {"parameters", BalanceKind::Parameters},
+};
 
 /// The stage cuts of one problem.
 class StageCutter {
@@ -304,17 +311,13 @@ Expected<std::vector<uint32_t>> placePipelineStages(const PlacementProblem &P,
                                                     const PlaceOptions &Opts) {
   const Cluster &C = P.getCluster();
   StringRef BalanceName = Opts.get("balance");
-  BalanceKind Balance;
-  if (BalanceName == "time")
-    Balance = BalanceKind::Time;
-  else if (BalanceName == "layers")
-    Balance = BalanceKind::Layers;
-  else if (BalanceName == "parameters")
-    Balance = BalanceKind::Parameters;
-  else
+  Optional<BalanceKind> Parsed =
+      parseEnumName<BalanceKind>(BalanceNames, BalanceName);
+  if (!Parsed)
     return makeError("place{algo=pipeline}: balance must be time, layers or "
                      "parameters, not '" +
                      BalanceName + "'");
+  BalanceKind Balance = *Parsed;
   SmallVector<unsigned, 8> Devs;
   StringRef DevicesName = Opts.get("devices");
   if (DevicesName != "gpus" && DevicesName != "all")
