@@ -307,7 +307,8 @@ Simulator::Simulator(const SimGraph &G) : G(G), C(*G.C) {
   QHead.resize(D);
   QTail.resize(D);
   DevStamp.assign(D, 0);
-  RemoteDevs.reserve(D);
+  RemoteBegin.resize(G.NumTensors + 1);
+  RemoteDevs.reserve(G.Consumers.size());
   if (G.Plan) {
     NumTasks = 2 * G.Plan->MicroBatches + 1;
     TaskPos.resize(size_t(D) * NumTasks);
@@ -531,22 +532,17 @@ void Simulator::makeAvailable(uint32_t T, unsigned Dev, double Now,
   unsigned D = G.NumDevices;
   State[size_t(T) * D + Dev] = 2;
   uint32_t Producer = G.TensorProducer[T];
-  bool Remote = false;
   for (unsigned I = G.ConsumersBegin[T]; I != G.ConsumersBegin[T + 1]; ++I) {
     uint32_t Op = G.Consumers[I];
-    if (Place[Op] != Dev) {
-      Remote = true;
-      continue;
-    }
-    if (--Pending[Op])
+    if (Place[Op] != Dev || --Pending[Op])
       continue;
     WaitedOn[Op] = Producer;
     makeReady(Op, Dev, Now, R);
   }
-  if (Dev != Home[T] || !Remote)
+  if (Dev != Home[T])
     return;
-  findRemoteReaders(T, Dev);
-  for (unsigned Dst : RemoteDevs) {
+  for (unsigned I = RemoteBegin[T]; I != RemoteBegin[T + 1]; ++I) {
+    unsigned Dst = RemoteDevs[I];
     if (State[size_t(T) * D + Dst])
       continue;
     State[size_t(T) * D + Dst] = 1;
@@ -582,23 +578,6 @@ void Simulator::makeAvailable(uint32_t T, unsigned Dev, double Now,
       }
     }
   }
-}
-
-void Simulator::findRemoteReaders(uint32_t T, unsigned Home) {
-  RemoteDevs.clear();
-  if (++Stamp == 0) { // Wrapped: old stamps could match again.
-    std::fill(DevStamp.begin(), DevStamp.end(), 0);
-    Stamp = 1;
-  }
-  for (unsigned I = G.ConsumersBegin[T]; I != G.ConsumersBegin[T + 1]; ++I) {
-    unsigned Dev = Place[G.Consumers[I]];
-    if (Dev == Home || DevStamp[Dev] == Stamp)
-      continue;
-    DevStamp[Dev] = Stamp;
-    RemoteDevs.push_back(Dev);
-  }
-  // Transfers are requested in device order.
-  std::sort(RemoteDevs.begin(), RemoteDevs.end());
 }
 
 void Simulator::makeReady(uint32_t Op, unsigned Dev, double Now, SimResult &R) {
@@ -730,24 +709,39 @@ void Simulator::reset(SimResult &R) {
 
 void Simulator::placeTensors() {
   unsigned D = G.NumDevices;
+  RemoteDevs.clear();
   for (uint32_t T = 0; T != G.NumTensors; ++T) {
     unsigned Begin = G.ConsumersBegin[T], End = G.ConsumersBegin[T + 1];
     uint32_t Producer = G.TensorProducer[T];
     Home[T] = Producer != None ? Place[Producer]
               : Begin != End   ? Place[G.Consumers[Begin]]
                                : 0;
+    RemoteBegin[T] = RemoteDevs.size();
     bool Remote = false;
     for (unsigned I = Begin; I != End; ++I) {
       unsigned Dev = Place[G.Consumers[I]];
       ++Uses[size_t(T) * D + Dev];
       Remote |= Dev != Home[T];
     }
-    // Most tensors stay on their device.
-    if (Remote) {
-      findRemoteReaders(T, Home[T]);
-      Uses[size_t(T) * D + Home[T]] += RemoteDevs.size();
+    // Most tensors stay on their device; the others are sent in device
+    // order, once per device.
+    if (!Remote)
+      continue;
+    if (++Stamp == 0) { // Wrapped: old stamps could match again.
+      std::fill(DevStamp.begin(), DevStamp.end(), 0);
+      Stamp = 1;
     }
+    for (unsigned I = Begin; I != End; ++I) {
+      unsigned Dev = Place[G.Consumers[I]];
+      if (Dev != Home[T] && DevStamp[Dev] != Stamp) {
+        DevStamp[Dev] = Stamp;
+        RemoteDevs.push_back(Dev);
+      }
+    }
+    std::sort(RemoteDevs.begin() + RemoteBegin[T], RemoteDevs.end());
+    Uses[size_t(T) * D + Home[T]] += RemoteDevs.size() - RemoteBegin[T];
   }
+  RemoteBegin[G.NumTensors] = RemoteDevs.size();
 }
 
 // What startStep() allocates before the step, by the op that puts it on

@@ -349,13 +349,13 @@ private:
   /// each other: every idle device starts its first ready instance.
   /// Whether one did.
   bool startOutOfOrder(SimResult &R);
-  /// Scratch for the distinct remote readers of a tensor: a stamp per
-  /// device and the devices found.
+  /// Per tensor, the devices other than its home that read it, ascending:
+  /// RemoteDevs[RemoteBegin[T]..[T + 1]) (placeTensors() finds them once
+  /// per run; makeAvailable() sends to them). A stamp per device marks
+  /// those found for the tensor at hand.
+  std::vector<uint32_t> RemoteBegin, RemoteDevs;
   std::vector<uint32_t> DevStamp;
   uint32_t Stamp = 0;
-  std::vector<unsigned> RemoteDevs;
-  /// The devices other than \p Home that read \p T, ascending.
-  void findRemoteReaders(uint32_t T, unsigned Home);
   std::vector<uint8_t> Busy;
   std::vector<double> ChannelFree;
   std::vector<uint64_t> Live;
