@@ -8,6 +8,8 @@
 #include "dp/IR/Annotations.h"
 #include "dp/IR/Graph.h"
 
+#include "llvm/ADT/StringExtras.h"
+
 #include <algorithm>
 
 using namespace llvm;
@@ -66,6 +68,20 @@ std::vector<unsigned> getStageTaskOrder(const PipelinePlan &Plan,
   for (unsigned Task = 0; Task != 2 * M; ++Task)
     Order[getStageTaskPosition(Plan, Stage, Stages, Task)] = Task;
   return Order;
+}
+
+void addBatchAxisOption(OptionTable &T,
+                        std::vector<std::pair<std::string, int64_t>> &Axes) {
+  addNamedOption<int64_t>(
+      T, "batch-axis", "NAME:AXIS", "AXIS a non-negative integer", Axes,
+      /*Once=*/true,
+      [](StringRef Text) -> Optional<int64_t> {
+        int64_t N;
+        if (!to_integer(Text, N, 10) || N < 0)
+          return None;
+        return N;
+      },
+      [](const int64_t &N) { return std::to_string(N); });
 }
 
 } // namespace dp

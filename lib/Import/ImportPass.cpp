@@ -6,6 +6,7 @@
 
 #include "dp/IR/Annotations.h"
 #include "dp/IR/Bytecode.h"
+#include "dp/IR/PipelinePlan.h"
 #include "dp/IR/TextFormat.h"
 #include "dp/Import/ONNXImporter.h"
 #include "dp/Support/Diagnostics.h"
@@ -69,43 +70,6 @@ static Optional<std::vector<int64_t>> parseDims(StringRef Text) {
   return Dims;
 }
 
-/// Declares import-onnx's repeatable option \p Key=NAME:X, kept in
-/// \p Named: \p Parse reads X (None: "<Key> takes <Meta> with <Takes>,
-/// not '...'"), \p Print writes it back; with \p Once, a second X for one
-/// input is an error.
-template <typename T>
-static void
-addNamedOption(OptionTable &Table, StringRef Key, StringRef Meta,
-               StringRef Takes, std::vector<std::pair<std::string, T>> &Named,
-               bool Once, std::function<Optional<T>(StringRef)> Parse,
-               std::function<std::string(const T &)> Print) {
-  std::string K = Key.str(), Syntax = (Meta + " with " + Takes).str();
-  Table
-      .custom(
-          Key, Meta,
-          [=, &Named](StringRef Value) -> Error {
-            auto [Name, Text] = Value.rsplit(':');
-            Optional<T> X = Name.empty() || Text.empty() ? None : Parse(Text);
-            if (!X)
-              return makeError(K + " takes " + Syntax + ", not '" + Value +
-                               "'");
-            if (Once)
-              for (const auto &Entry : Named)
-                if (Entry.first == Name)
-                  return makeError(K + "= is given twice for input '" + Name +
-                                   "'");
-            Named.emplace_back(Name.str(), std::move(*X));
-            return Error::success();
-          },
-          [&Named, Print] {
-            std::vector<std::string> V;
-            for (const auto &[Name, X] : Named)
-              V.push_back(Name + ":" + Print(X));
-            return V;
-          })
-      .repeatable();
-}
-
 OptionTable ImportONNXPass::describeOptions(ImportOptions &O) {
   OptionTable T(name().str());
   T.custom(
@@ -160,16 +124,7 @@ OptionTable ImportONNXPass::describeOptions(ImportOptions &O) {
                    ? std::vector<std::string>{std::to_string(O.MicroBatches)}
                    : std::vector<std::string>{};
       });
-  addNamedOption<int64_t>(
-      T, "batch-axis", "NAME:AXIS", "AXIS a non-negative integer", O.BatchAxes,
-      /*Once=*/true,
-      [](StringRef Text) -> Optional<int64_t> {
-        int64_t N;
-        if (!to_integer(Text, N, 10) || N < 0)
-          return None;
-        return N;
-      },
-      [](const int64_t &N) { return std::to_string(N); });
+  addBatchAxisOption(T, O.BatchAxes);
   return T;
 }
 

@@ -63,9 +63,7 @@ struct ForkJoinBlock {
 
 static constexpr StringLiteral Algo = "expert";
 
-/// Devices of kind gpu and accel, in cluster order; all devices when the
-/// cluster has none.
-static SmallVector<unsigned, 8> getComputeDevices(const Cluster &C) {
+SmallVector<unsigned, 8> getComputeDevices(const Cluster &C) {
   SmallVector<unsigned, 8> Devs;
   for (unsigned D = 0, E = C.getNumDevices(); D != E; ++D)
     if (C.getDeviceType(D).Kind != DeviceKind::CPU)

@@ -89,6 +89,8 @@ private:
   /// Per position I: bytes a cut before I carries (results made before I
   /// and read at or after it).
   std::vector<uint64_t> CutBytes;
+  /// A bound every stage fits under: where cut()'s bisection starts.
+  double UpperBound = 0;
 };
 
 } // namespace
@@ -172,6 +174,22 @@ StageCutter::StageCutter(const PlacementProblem &P, ArrayRef<unsigned> Devs,
   int64_t Running = 0;
   for (unsigned I = 0; I <= N; ++I)
     CutBytes[I] = uint64_t(Running += Delta[I]);
+  // Every unit on its slowest device, and a cut's transfers, which can
+  // take longer than all the compute.
+  for (unsigned I = 0; I != N; ++I) {
+    double Most = 0;
+    for (unsigned K = 0; K != Devs.size(); ++K)
+      Most = std::max(Most, weight(I, K));
+    UpperBound += Most;
+  }
+  if (Balance == BalanceKind::Time)
+    for (unsigned I = 1; I < N; ++I)
+      for (unsigned K = 1; K < Devs.size(); ++K)
+        UpperBound = std::max(
+            UpperBound,
+            2 * (P.getCluster().getRouteLatency(Devs[K - 1], Devs[K]) +
+                 double(CutBytes[I]) /
+                     P.getCluster().getRouteBandwidth(Devs[K - 1], Devs[K])));
 }
 
 unsigned StageCutter::inFlight(unsigned K, unsigned Stages) const {
@@ -232,22 +250,7 @@ bool StageCutter::fill(double Limit, unsigned Stages,
 }
 
 std::vector<unsigned> StageCutter::cut(unsigned Stages) const {
-  unsigned N = Order.size();
-  double Hi = 0;
-  for (unsigned I = 0; I != N; ++I) {
-    double Most = 0;
-    for (unsigned K = 0; K != Devs.size(); ++K)
-      Most = std::max(Most, weight(I, K));
-    Hi += Most;
-  }
-  // A cut's transfers can take longer than all the compute.
-  if (Balance == BalanceKind::Time)
-    for (unsigned I = 1; I < N; ++I)
-      for (unsigned K = 1; K < Devs.size(); ++K)
-        Hi = std::max(
-            Hi, 2 * (P.getCluster().getRouteLatency(Devs[K - 1], Devs[K]) +
-                     double(CutBytes[I]) / P.getCluster().getRouteBandwidth(
-                                               Devs[K - 1], Devs[K])));
+  double Hi = UpperBound;
   std::vector<unsigned> Cuts, Best;
   if (!fill(Hi, Stages, Best))
     return {}; // Memory: no cut into this many stages fits.
@@ -318,18 +321,17 @@ Expected<std::vector<uint32_t>> placePipelineStages(const PlacementProblem &P,
                      "parameters, not '" +
                      BalanceName + "'");
   BalanceKind Balance = *Parsed;
-  SmallVector<unsigned, 8> Devs;
   StringRef DevicesName = Opts.get("devices");
   if (DevicesName != "gpus" && DevicesName != "all")
     return makeError("place{algo=pipeline}: devices must be gpus or all, "
                      "not '" +
                      DevicesName + "'");
-  for (unsigned D = 0, E = C.getNumDevices(); D != E; ++D)
-    if (DevicesName == "all" || C.getDeviceType(D).Kind != DeviceKind::CPU)
-      Devs.push_back(D);
-  if (Devs.empty())
+  SmallVector<unsigned, 8> Devs = getComputeDevices(C);
+  if (DevicesName == "all") {
+    Devs.clear();
     for (unsigned D = 0, E = C.getNumDevices(); D != E; ++D)
       Devs.push_back(D);
+  }
   unsigned MaxStages = Devs.size();
   StringRef StagesText = Opts.get("stages");
   if (StagesText != "auto") {

@@ -54,26 +54,8 @@ OptionTable PipelinePass::describeOptions(PipelineOptions &O) {
       .printAlways()
       .choice<PipelineScheduleKind>("schedule", O.Schedule,
                                     getPipelineScheduleNames())
-      .printAlways()
-      .custom(
-          "batch-axis", "NAME:AXIS",
-          [&O](StringRef Value) -> Error {
-            auto [Name, Text] = Value.rsplit(':');
-            int64_t Axis;
-            if (Name.empty() || !to_integer(Text, Axis, 10) || Axis < 0)
-              return makeError("batch-axis takes NAME:AXIS with AXIS a "
-                               "non-negative integer, not '" +
-                               Value + "'");
-            O.BatchAxes.emplace_back(Name.str(), Axis);
-            return Error::success();
-          },
-          [&O] {
-            std::vector<std::string> V;
-            for (const auto &[Name, Axis] : O.BatchAxes)
-              V.push_back(Name + ":" + std::to_string(Axis));
-            return V;
-          })
-      .repeatable();
+      .printAlways();
+  addBatchAxisOption(T, O.BatchAxes);
   return T;
 }
 

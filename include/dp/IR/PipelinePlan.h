@@ -18,12 +18,15 @@
 #define DP_IR_PIPELINEPLAN_H
 
 #include "dp/Support/EnumNames.h"
+#include "dp/Support/Options.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/Optional.h"
 #include "llvm/ADT/StringRef.h"
 
 #include <cstdint>
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace dp {
@@ -65,6 +68,11 @@ unsigned getStageTaskPosition(const PipelinePlan &Plan, unsigned Stage,
 /// backward. Every task appears once.
 std::vector<unsigned> getStageTaskOrder(const PipelinePlan &Plan,
                                         unsigned Stage, unsigned Stages);
+
+/// Declares the repeatable option batch-axis=NAME:AXIS (the batch axis of
+/// graph input NAME) of import-onnx and pipeline, kept in \p Axes.
+void addBatchAxisOption(OptionTable &T,
+                        std::vector<std::pair<std::string, int64_t>> &Axes);
 
 } // namespace dp
 

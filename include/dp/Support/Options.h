@@ -28,6 +28,7 @@
 #ifndef DP_SUPPORT_OPTIONS_H
 #define DP_SUPPORT_OPTIONS_H
 
+#include "dp/Support/Diagnostics.h"
 #include "dp/Support/EnumNames.h"
 
 #include "llvm/ADT/ArrayRef.h"
@@ -256,6 +257,44 @@ OptionTable &OptionTable::choice(llvm::StringRef Key, E &Value,
       [&Value, Names] {
         return std::vector<std::string>{getEnumName(Names, Value).str()};
       });
+}
+
+/// Declares a repeatable option \p Key=NAME:X, kept in
+/// \p Named: \p Parse reads X (None: "<Key> takes <Meta> with <Takes>,
+/// not '...'"), \p Print writes it back; with \p Once, a second X for one
+/// name is an error ("<Key>= is given twice for input '<NAME>'").
+template <typename T>
+void addNamedOption(OptionTable &Table, llvm::StringRef Key,
+                    llvm::StringRef Meta, llvm::StringRef Takes,
+                    std::vector<std::pair<std::string, T>> &Named, bool Once,
+                    std::function<llvm::Optional<T>(llvm::StringRef)> Parse,
+                    std::function<std::string(const T &)> Print) {
+  std::string K = Key.str(), Syntax = (Meta + " with " + Takes).str();
+  Table
+      .custom(
+          Key, Meta,
+          [=, &Named](llvm::StringRef Value) -> llvm::Error {
+            auto [Name, Text] = Value.rsplit(':');
+            llvm::Optional<T> X =
+                Name.empty() || Text.empty() ? llvm::None : Parse(Text);
+            if (!X)
+              return makeError(K + " takes " + Syntax + ", not '" + Value +
+                               "'");
+            if (Once)
+              for (const auto &Entry : Named)
+                if (Entry.first == Name)
+                  return makeError(K + "= is given twice for input '" + Name +
+                                   "'");
+            Named.emplace_back(Name.str(), std::move(*X));
+            return llvm::Error::success();
+          },
+          [&Named, Print] {
+            std::vector<std::string> V;
+            for (const auto &[Name, X] : Named)
+              V.push_back(Name + ":" + Print(X));
+            return V;
+          })
+      .repeatable();
 }
 
 } // namespace dp
