@@ -16,9 +16,12 @@
 ///   BM_SimulateRandom    random placements over every device (64 of them,
 ///                        drawn once with a fixed seed, used in turn): the
 ///                        worst case, every edge crossing devices
+///   BM_SimulatePipeline  the same stages under a pipeline plan of 8
+///                        micro-batches in 1F1B (the graph imported at an
+///                        eighth of the batch): 8 instances of every op
 ///
-/// and prints simulated ops/s and placements/s, with the ratio to the 10 M
-/// ops/s target. Usage:
+/// and prints simulated ops/s (op instances under the plan) and
+/// placements/s, with the ratio to the 10 M ops/s target. Usage:
 ///
 ///   dp-bench-sim [--model=FILE] [--cluster=NAME] [benchmark flags]
 ///
@@ -53,7 +56,13 @@ struct Problem {
   std::unique_ptr<SimGraph> SG;
   std::vector<std::vector<uint32_t>> Random;
   std::vector<uint32_t> Stages;
+  /// The step under a pipeline plan, and its stages.
+  Graph Pipelined;
+  std::unique_ptr<SimGraph> PipelinedSG;
+  std::vector<uint32_t> PipelinedStages;
 };
+
+constexpr const char *PipelinePlan = "pipeline{microbatches=8}";
 
 Problem &problem() {
   static Problem *P = [] {
@@ -71,20 +80,26 @@ Problem &problem() {
                    ModelPath.c_str());
       std::exit(1);
     }
-    auto *P = new Problem{std::move(*C), Graph(), nullptr, {}, {}};
-    PassManager PM;
-    if (llvm::Error E = parsePassPipeline(
-            PM, "import-onnx,training-graph,cost-annotate"))
-      Die(std::move(E));
-    PassContext Ctx;
-    Ctx.Input = (*Buf)->getMemBufferRef();
-    Ctx.TheCluster = &P->C;
-    if (llvm::Error E = PM.run(P->G, Ctx))
-      Die(std::move(E));
-    llvm::Expected<SimGraph> SG = SimGraph::build(P->G, P->C);
-    if (!SG)
-      Die(SG.takeError());
-    P->SG = std::make_unique<SimGraph>(std::move(*SG));
+    auto *P = new Problem{std::move(*C), Graph(), nullptr, {}, {},
+                          Graph(), nullptr, {}};
+    auto Prepare = [&](Graph &G, std::unique_ptr<SimGraph> &Out,
+                       std::string Plan) {
+      PassManager PM;
+      if (llvm::Error E = parsePassPipeline(
+              PM, "import-onnx," + Plan + "training-graph,cost-annotate"))
+        Die(std::move(E));
+      PassContext Ctx;
+      Ctx.Input = (*Buf)->getMemBufferRef();
+      Ctx.TheCluster = &P->C;
+      if (llvm::Error E = PM.run(G, Ctx))
+        Die(std::move(E));
+      llvm::Expected<SimGraph> SG = SimGraph::build(G, P->C);
+      if (!SG)
+        Die(SG.takeError());
+      Out = std::make_unique<SimGraph>(std::move(*SG));
+    };
+    Prepare(P->G, P->SG, "");
+    Prepare(P->Pipelined, P->PipelinedSG, std::string(PipelinePlan) + ",");
     std::mt19937_64 Rng(42);
     std::uniform_int_distribution<uint32_t> Dev(0, P->C.getNumDevices() - 1);
     P->Random.assign(64, std::vector<uint32_t>(P->G.getNumOps()));
@@ -98,15 +113,18 @@ Problem &problem() {
     P->Stages.resize(N);
     for (size_t I = 0; I != N; ++I)
       P->Stages[I] = uint32_t(I * Devices / N);
+    size_t NP = P->Pipelined.getNumOps();
+    P->PipelinedStages.resize(NP);
+    for (size_t I = 0; I != NP; ++I)
+      P->PipelinedStages[I] = uint32_t(I * Devices / NP);
     return P;
   }();
   return *P;
 }
 
-void setRates(benchmark::State &State) {
+void setRates(benchmark::State &State, double Ops = problem().G.getNumOps()) {
   State.counters["ops/s"] =
-      benchmark::Counter(double(problem().G.getNumOps()),
-                         benchmark::Counter::kIsIterationInvariantRate);
+      benchmark::Counter(Ops, benchmark::Counter::kIsIterationInvariantRate);
   State.counters["placements/s"] = benchmark::Counter(
       1, benchmark::Counter::kIsIterationInvariantRate);
 }
@@ -154,6 +172,17 @@ void BM_SimulateRandom(benchmark::State &State) {
   setRates(State);
 }
 
+void BM_SimulatePipeline(benchmark::State &State) {
+  Problem &P = problem();
+  Simulator Sim(*P.PipelinedSG);
+  SimResult R;
+  for (auto _ : State) {
+    Sim.run(P.PipelinedStages, R);
+    benchmark::DoNotOptimize(R.StepTime);
+  }
+  setRates(State, P.PipelinedSG->getNumOps());
+}
+
 /// Prints the usual table, then simulated ops/s against the target.
 class RateReporter : public SecondsReporter {
 public:
@@ -163,12 +192,16 @@ public:
     std::printf("\ngraph: %s training step, %zu ops; cluster %s\n",
                 P.G.getName().str().c_str(), P.G.getNumOps(),
                 P.C.getName().str().c_str());
-    for (const char *Name :
-         {"BM_SimulateSingle", "BM_SimulateStages", "BM_SimulateRandom"}) {
+    std::printf("pipelined: %s, %u op instances\n", PipelinePlan,
+                P.PipelinedSG->getNumOps());
+    for (const char *Name : {"BM_SimulateSingle", "BM_SimulateStages",
+                             "BM_SimulateRandom", "BM_SimulatePipeline"}) {
       const double *S = seconds(Name);
       if (!S)
         continue;
-      double OpsPerSecond = P.G.getNumOps() / *S;
+      bool Pipelined = std::strcmp(Name, "BM_SimulatePipeline") == 0;
+      double OpsPerSecond =
+          (Pipelined ? P.PipelinedSG->getNumOps() : P.G.getNumOps()) / *S;
       std::printf("%-18s %8.2f M simulated ops/s, %9.0f placements/s, "
                   "%.2fx the 10 M ops/s target\n",
                   Name + 3, OpsPerSecond / 1e6, 1 / *S, OpsPerSecond / 1e7);
@@ -201,6 +234,8 @@ int main(int argc, char **argv) {
   benchmark::RegisterBenchmark("BM_SimulateStages", BM_SimulateStages)
       ->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("BM_SimulateRandom", BM_SimulateRandom)
+      ->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("BM_SimulatePipeline", BM_SimulatePipeline)
       ->Unit(benchmark::kMicrosecond);
   RateReporter Reporter;
   benchmark::RunSpecifiedBenchmarks(&Reporter);

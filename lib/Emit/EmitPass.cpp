@@ -9,7 +9,6 @@
 #include "dp/Emit/PlacedModel.h"
 #include "dp/Emit/Schedule.h"
 #include "dp/IR/Bytecode.h"
-#include "dp/IR/PipelinePlan.h"
 #include "dp/IR/Summary.h"
 #include "dp/IR/TextFormat.h"
 #include "dp/Sim/SimulatePass.h"
@@ -442,6 +441,13 @@ Error EmitRun::prepare() {
       return Segs.takeError();
     Segments.emplace(std::move(*Segs));
     Schedule = computeStepSchedule(S, *PM, *Segments);
+    if (S.Plan) {
+      Expected<std::vector<unsigned>> Stages =
+          getStageSegments(S, *PM, *Segments);
+      if (!Stages)
+        return Stages.takeError();
+      Schedule.StageSegments = std::move(*Stages);
+    }
   }
   if (Opts.has(EmitFormatKind::DeviceMap)) {
     Map = computeDeviceMap(S);
@@ -566,12 +572,6 @@ void EmitRun::report(raw_ostream &OS) const {
 Error EmitPass::run(Graph &G, PassContext &Ctx) {
   if (!Ctx.TheCluster)
     return makeError("emit needs a cluster: pass -cluster=<preset|file>");
-  if (Optional<PipelinePlan> Plan = getPipelinePlan(G))
-    return makeError("emit: the graph has a pipeline plan (" +
-                     Twine(Plan->MicroBatches) + " micro-batches, " +
-                     getPipelineScheduleName(Plan->Schedule) +
-                     "); emit does not write pipeline plans yet (simulate "
-                     "reports their step and trace)");
   Expected<std::string> Prefix = getOutputPrefix(Opts, G, Ctx);
   if (!Prefix)
     return Prefix.takeError();

@@ -44,6 +44,71 @@ static constexpr StringLiteral DeviceKey = "dp.device";
 static constexpr StringLiteral SegmentKey = "dp.segment";
 static constexpr StringLiteral ScheduleKey = "dp.schedule";
 static constexpr StringLiteral PredictedKey = "dp.predicted";
+/// A pipeline plan's micro-batches and stages (writePipelinePlan).
+static constexpr StringLiteral PipelineKey = "dp.pipeline";
+
+/// Gives the symbolic or unknown dimensions of \p List the sizes the
+/// placed graph \p G bound them to (import-onnx's batch= and dims=), and a
+/// tensor declared without a shape the graph's: the placed model is
+/// timed, run and checked at the shapes it was placed at.
+static void
+bindDims(google::protobuf::RepeatedPtrField<onnx::ValueInfoProto> &List,
+         const Graph &G) {
+  for (onnx::ValueInfoProto &VI : List) {
+    TensorId T = G.lookupTensor(VI.name());
+    if (T == NoId || !VI.type().has_tensor_type())
+      continue;
+    ArrayRef<int64_t> Dims = G.getTensor(T).Type.Dims;
+    auto *Shape = VI.mutable_type()->mutable_tensor_type()->mutable_shape();
+    // Declared without a shape (or its shape forgotten): the graph's.
+    if (!Shape->dim_size() && !Dims.empty() &&
+        all_of(Dims, [](int64_t D) { return D >= 0; }))
+      for (int64_t D : Dims)
+        Shape->add_dim()->set_dim_value(D);
+    if (size_t(Shape->dim_size()) != Dims.size())
+      continue;
+    for (int I = 0, E = Shape->dim_size(); I != E; ++I)
+      if (!Shape->dim(I).has_dim_value() && Dims[I] >= 0)
+        Shape->mutable_dim(I)->set_dim_value(Dims[I]);
+  }
+}
+
+/// A pipeline plan's stages run one micro-batch: the model's data inputs
+/// take the sizes the placed graph has for them (import-onnx's batch=,
+/// shape= and microbatches=), and the shape constants that repeat the
+/// model's own sizes follow them, as they did on import.
+static void resizeInputsToGraph(onnx::ModelProto &M, const Graph &G) {
+  onnx::GraphProto &OG = *M.mutable_graph();
+  StringSet<> Weights;
+  for (const onnx::TensorProto &T : OG.initializer())
+    Weights.insert(T.name());
+  std::vector<std::pair<onnx::ValueInfoProto *, ArrayRef<int64_t>>> Changed;
+  for (onnx::ValueInfoProto &VI : *OG.mutable_input()) {
+    TensorId T = G.lookupTensor(VI.name());
+    if (Weights.contains(VI.name()) || !VI.type().has_tensor_type() ||
+        T == NoId)
+      continue;
+    ArrayRef<int64_t> Dims = G.getTensor(T).Type.Dims;
+    const onnx::TypeProto_Tensor &TT = VI.type().tensor_type();
+    bool Same = TT.has_shape() && size_t(TT.shape().dim_size()) == Dims.size();
+    for (int I = 0; Same && I != TT.shape().dim_size(); ++I)
+      Same = TT.shape().dim(I).has_dim_value() &&
+             TT.shape().dim(I).dim_value() == Dims[I];
+    if (!Same)
+      Changed.emplace_back(&VI, Dims);
+  }
+  if (Changed.empty())
+    return;
+  relaxShapeConstants(M);
+  for (auto &[VI, Dims] : Changed) {
+    auto *Shape = VI->mutable_type()->mutable_tensor_type()->mutable_shape();
+    Shape->clear_dim();
+    for (int64_t D : Dims)
+      Shape->add_dim()->set_dim_value(D);
+  }
+  forgetRecordedShapes(OG);
+  bindDims(*OG.mutable_output(), G);
+}
 
 Expected<PlacedModel> PlacedModel::build(MemoryBufferRef Buffer,
                                          const PlacedStep &S) {
@@ -57,6 +122,8 @@ Expected<PlacedModel> PlacedModel::build(MemoryBufferRef Buffer,
   // come from the placed graph: bindDims).
   onnx::GraphProto &Source = *PM.Model->mutable_graph();
   forgetShapesComputedFrom(Source, dropEmptyConcatInputs(Source));
+  if (S.Plan)
+    resizeInputsToGraph(*PM.Model, *S.G);
   StringRef File = Buffer.getBufferIdentifier();
   PM.NodeNames = getONNXNodeNames(PM.Model->graph());
   unsigned N = PM.NodeNames.size();
@@ -182,32 +249,6 @@ static std::string makePredictedJSON(const PlacedStep &S,
   return OS.str();
 }
 
-/// Gives the symbolic or unknown dimensions of \p List the sizes the
-/// placed graph \p G bound them to (import-onnx's batch= and dims=), and a
-/// tensor declared without a shape the graph's: the placed model is
-/// timed, run and checked at the shapes it was placed at.
-static void
-bindDims(google::protobuf::RepeatedPtrField<onnx::ValueInfoProto> &List,
-         const Graph &G) {
-  for (onnx::ValueInfoProto &VI : List) {
-    TensorId T = G.lookupTensor(VI.name());
-    if (T == NoId || !VI.type().has_tensor_type())
-      continue;
-    ArrayRef<int64_t> Dims = G.getTensor(T).Type.Dims;
-    auto *Shape = VI.mutable_type()->mutable_tensor_type()->mutable_shape();
-    // Declared without a shape (or its shape forgotten): the graph's.
-    if (!Shape->dim_size() && !Dims.empty() &&
-        all_of(Dims, [](int64_t D) { return D >= 0; }))
-      for (int64_t D : Dims)
-        Shape->add_dim()->set_dim_value(D);
-    if (size_t(Shape->dim_size()) != Dims.size())
-      continue;
-    for (int I = 0, E = Shape->dim_size(); I != E; ++I)
-      if (!Shape->dim(I).has_dim_value() && Dims[I] >= 0)
-        Shape->mutable_dim(I)->set_dim_value(Dims[I]);
-  }
-}
-
 std::unique_ptr<onnx::ModelProto>
 PlacedModel::makePlacedModel(const ModelSegments &Segs,
                              const StepSchedule &Schedule) const {
@@ -220,6 +261,13 @@ PlacedModel::makePlacedModel(const ModelSegments &Segs,
   setMetadata(*Out, ScheduleKey,
               makeScheduleJSON(*this, *S->C, Segs, Schedule));
   setMetadata(*Out, PredictedKey, makePredictedJSON(*S, Schedule));
+  if (S->Plan) {
+    std::string Text;
+    raw_string_ostream OS(Text);
+    json::OStream J(OS);
+    writePipelinePlan(J, *S, Schedule);
+    setMetadata(*Out, PipelineKey, OS.str());
+  }
   return Out;
 }
 
@@ -960,6 +1008,11 @@ void writeSplitManifest(raw_ostream &OS, const PlacedStep &S,
     J.attributeBegin("order");
     writeScheduleOrder(J, Schedule.Order);
     J.attributeEnd();
+    if (S.Plan) {
+      J.attributeBegin("pipeline");
+      writePipelinePlan(J, S, Schedule);
+      J.attributeEnd();
+    }
   });
   OS << '\n';
 }

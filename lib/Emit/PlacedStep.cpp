@@ -102,6 +102,29 @@ PlacedStep PlacedStep::build(const Graph &G, const StepSimulation &Sim) {
   for (OpId O = 0; O != N; ++O)
     S.OpTime[O] = Sim.SG.getOpTime(O, S.Placement[O]);
 
+  S.Plan = getPipelinePlan(G);
+  if (S.Plan) {
+    // Instances come micro-batch by micro-batch, updates last: an op's
+    // first is micro-batch 0's.
+    S.OpSpans.resize(S.Result.Ops.empty() ? 0 : N);
+    std::vector<bool> Seen(N);
+    for (uint32_t I = 0, E = S.Result.Ops.size(); I != E; ++I)
+      if (uint32_t O = S.Result.getOp(I); !Seen[O]) {
+        Seen[O] = true;
+        S.OpSpans[O] = S.Result.Ops[I];
+      }
+    std::vector<OpId> First(Sim.C->getNumDevices(), NoId);
+    for (OpId O = N; O-- > 0;)
+      First[S.Placement[O]] = O;
+    for (unsigned Dev = 0, E = First.size(); Dev != E; ++Dev)
+      if (First[Dev] != NoId)
+        S.Stages.push_back(Dev);
+    llvm::stable_sort(
+        S.Stages, [&](unsigned A, unsigned B) { return First[A] < First[B]; });
+  } else {
+    S.OpSpans = S.Result.Ops;
+  }
+
   S.Origin = computeOrigins(G);
   for (OpId O = 0; O != N; ++O) {
     StringRef Name = S.Origin[O];

@@ -157,13 +157,19 @@ static void writeTimeline(HTMLWriter &H, const PlacedStep &S) {
     }
   };
 
-  // Ops per device, by start time.
-  std::vector<std::pair<double, double>> OpSpans(G.getNumOps());
+  // Op instances per device, by start time (without a pipeline plan an
+  // instance is an op).
+  uint32_t NumInstances = R.Ops.size();
+  std::vector<std::pair<double, double>> OpSpans(NumInstances);
   std::vector<std::vector<uint32_t>> ByDevice(D);
-  for (OpId O = 0, E = G.getNumOps(); O != E; ++O) {
-    OpSpans[O] = {R.Ops[O].Start, R.Ops[O].End};
-    ByDevice[S.Placement[O]].push_back(O);
+  for (uint32_t I = 0; I != NumInstances; ++I) {
+    OpSpans[I] = {R.Ops[I].Start, R.Ops[I].End};
+    ByDevice[S.Placement[R.getOp(I)]].push_back(I);
   }
+  unsigned MicroBatches = S.Plan ? S.Plan->MicroBatches : 1;
+  auto MicroBatchOf = [&](uint32_t I) {
+    return R.InstanceMicroBatch.empty() ? 0u : R.InstanceMicroBatch[I];
+  };
   for (unsigned Dev = 0; Dev != D; ++Dev) {
     LaneLabel(Dev, C.getDevices()[Dev].Name + " (" + C.getDeviceType(Dev).Name +
                        ")");
@@ -172,28 +178,37 @@ static void writeTimeline(HTMLWriter &H, const PlacedStep &S) {
       return OpSpans[A].first < OpSpans[B].first;
     });
     // A training step's backward and update ops are drawn apart from its
-    // forward ops, lighter (class "bwd"), each set merged on its own.
-    std::vector<uint32_t> Forward, Backward;
-    for (uint32_t O : Ops) {
-      StringRef Phase = ann::get(G.getOp(O), ann::Phase).getValueOr("");
-      (Phase == "backward" || Phase == "update" ? Backward : Forward)
-          .push_back(O);
+    // forward ops, lighter (class "bwd"), each set merged on its own; under
+    // a pipeline plan, each micro-batch's in its own colour.
+    std::vector<std::vector<uint32_t>> Sets(2 * MicroBatches);
+    for (uint32_t I : Ops) {
+      StringRef Phase =
+          ann::get(G.getOp(R.getOp(I)), ann::Phase).getValueOr("");
+      bool Bwd = Phase == "backward" || Phase == "update";
+      Sets[2 * MicroBatchOf(I) + Bwd].push_back(I);
     }
-    for (bool Bwd : {false, true})
-      DrawBars(Dev, makeBars(OpSpans, Bwd ? Backward : Forward, MinGap),
-               getDeviceColor(Dev), Bwd ? "bar bwd" : "bar", [&](const Bar &B) {
-                 const Op &Node = G.getOp(B.First);
+    for (unsigned K = 0; K != Sets.size(); ++K) {
+      bool Bwd = K % 2;
+      unsigned MB = K / 2;
+      DrawBars(Dev, makeBars(OpSpans, Sets[K], MinGap),
+               getDeviceColor(S.Plan ? MB : Dev), Bwd ? "bar bwd" : "bar",
+               [&](const Bar &B) {
+                 OpId O = R.getOp(B.First);
+                 const Op &Node = G.getOp(O);
                  StringRef Name =
                      Node.SourceName.empty() ? Node.Name : Node.SourceName;
+                 std::string Where =
+                     S.Plan ? (", micro-batch " + Twine(MB)).str() : "";
                  if (B.Count == 1)
-                   return (Name + " (" + G.getQualifiedType(B.First) +
+                   return (Name + " (" + G.getQualifiedType(O) + Where +
                            "): " + formatSeconds(B.End - B.Start) + " from " +
                            formatSeconds(B.Start))
                        .str();
-                 return (Twine(B.Count) + " ops from " + Name + ", " +
+                 return (Twine(B.Count) + " ops from " + Name + Where + ", " +
                          formatSeconds(B.Start) + " to " + formatSeconds(B.End))
                      .str();
                });
+    }
   }
 
   // Transfers per link direction.
@@ -215,7 +230,7 @@ static void writeTimeline(HTMLWriter &H, const PlacedStep &S) {
     DrawBars(D + L, makeBars(XferSpans, Xfers, MinGap), "#9e9e9e", "bar",
              [&](const Bar &B) {
                const TransferRecord &T = R.Transfers[B.First];
-               const Tensor &Tn = G.getTensor(T.Tensor);
+               const Tensor &Tn = G.getTensor(R.getTensor(T.Tensor));
                if (B.Count == 1)
                  return (Tn.Name + ": " +
                          formatBytes(Tn.Type.getSizeInBytes().getValueOr(0)) +
@@ -300,6 +315,12 @@ static void writeHTMLSummary(HTMLWriter &H, const PlacedStep &S) {
   InputsOS.flush();
   Row("inputs", Inputs.empty() ? "none" : Inputs);
   Row("placer", ann::get(G, ann::Placer).getValueOr("given"));
+  if (S.Plan)
+    Row("pipeline", Twine(S.Plan->MicroBatches) + " micro-batches, " +
+                        getPipelineScheduleName(S.Plan->Schedule) + " over " +
+                        Twine(S.Stages.size()) + " stages; bubble " +
+                        formatv("{0:F1}", getPipelineBubble(R) * 100).str() +
+                        " %");
   Row("ops", Twine(G.getNumOps()));
   Row("predicted step time", formatSeconds(R.StepTime));
   Row("lower bound", formatLowerBounds(S.Bounds));
@@ -436,7 +457,10 @@ static void writeHTMLDevices(HTMLWriter &H, const PlacedStep &S) {
     double Mem = Cap ? double(R.PeakBytes[Dev]) / double(Cap) * 100 : 0;
     H.raw() << "<tr><td><span class=\"swatch\" style=\"background:"
             << getDeviceColor(Dev) << "\"></span>";
-    H.text(C.getDevices()[Dev].Name) << "</td><td>";
+    H.text(C.getDevices()[Dev].Name);
+    if (auto It = find(S.Stages, Dev); It != S.Stages.end())
+      H.text((", stage " + Twine(It - S.Stages.begin())).str());
+    H << "</td><td>";
     H.text(C.getDeviceType(Dev).Name)
         << "</td><td class=\"num\">" << std::to_string(R.OpCount[Dev])
         << "</td><td class=\"num\">";
@@ -503,13 +527,17 @@ static void writeHTMLCriticalPath(HTMLWriter &H, const PlacedStep &S) {
       << "</p>\n<table class=\"critical\">\n<tr><th>time</th><th>op</th>"
          "<th>type</th><th>device</th></tr>\n";
   for (size_t I = 0; I != Shown; ++I) {
-    const Op &Node = G.getOp(Path[I]);
+    OpId O = R.getOp(Path[I]);
+    const Op &Node = G.getOp(O);
     H << "<tr><td class=\"num\">";
     H.text(formatSeconds(Dur(Path[I]))) << "</td><td>";
-    H.text(Node.SourceName.empty() ? Node.Name : Node.SourceName)
-        << "</td><td>";
-    H.text(G.getQualifiedType(Path[I])) << "</td><td>";
-    H.text(C.getDevices()[S.Placement[Path[I]]].Name) << "</td></tr>\n";
+    H.text(Node.SourceName.empty() ? Node.Name : Node.SourceName);
+    if (!R.InstanceMicroBatch.empty())
+      H.text((" (micro-batch " + Twine(R.InstanceMicroBatch[Path[I]]) + ")")
+                 .str());
+    H << "</td><td>";
+    H.text(G.getQualifiedType(O)) << "</td><td>";
+    H.text(C.getDevices()[S.Placement[O]].Name) << "</td></tr>\n";
   }
   H << "</table>\n";
 }
@@ -556,7 +584,11 @@ void writeHTMLReport(raw_ostream &OS, const PlacedStep &S, StringRef GraphSVG) {
   writeHTMLDevices(H, S);
   H << "<h2>Timeline</h2>\n<p>One lane per device and per link direction "
        "that carried data; hover over a bar for its ops. A training step's "
-       "backward and update ops are the lighter bars.</p>\n";
+       "backward and update ops are the lighter bars."
+    << (S.Plan ? " Under the pipeline plan, the bars are coloured by "
+                 "micro-batch."
+               : "")
+    << "</p>\n";
   writeTimeline(H, S);
   writeMemoryChart(H, S);
   writeHTMLLinks(H, S);

@@ -6,6 +6,7 @@
 
 #include "dp/Emit/Schedule.h"
 #include "dp/IR/Annotations.h"
+#include "dp/Support/Diagnostics.h"
 #include "dp/Support/EnumNames.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -114,7 +115,7 @@ static NodeStarts firstOpStarts(const PlacedStep &S, const PlacedModel &PM,
     auto It = ModelIndex.find(S.Origin[O]);
     if (It == ModelIndex.end())
       continue;
-    double Start = S.Result.Ops[O].Start;
+    double Start = S.OpSpans[O].Start;
     unsigned I = It->second;
     N.Start[I] = N.HasStart[I] ? std::min(N.Start[I], Start) : Start;
     N.HasStart[I] = true;
@@ -226,7 +227,7 @@ StepSchedule computeStepSchedule(const PlacedStep &S, const PlacedModel &PM,
     bool HasOps = false;
   };
   std::vector<Span> Forward(NumSegs), Backward(NumSegs);
-  const std::vector<OpInterval> &Times = S.Result.Ops;
+  const std::vector<OpInterval> &Times = S.OpSpans;
   assert(Times.size() == G.getNumOps() && "the timeline was recorded");
   for (OpId O = 0, E = G.getNumOps(); O != E; ++O) {
     if (S.Origin[O].empty())
@@ -277,6 +278,95 @@ StepSchedule computeStepSchedule(const PlacedStep &S, const PlacedModel &PM,
   if (Sched.Training)
     Sched.BackwardNodes = orderSegmentBackward(S, PM, Sched.Nodes);
   return Sched;
+}
+
+Expected<std::vector<unsigned>> getStageSegments(const PlacedStep &S,
+                                                 const PlacedModel &PM,
+                                                 const ModelSegments &Segs) {
+  const Cluster &C = *S.C;
+  unsigned NumStages = S.Stages.size();
+  std::vector<unsigned> StageOfDevice(C.getNumDevices(), ~0u);
+  for (unsigned St = 0; St != NumStages; ++St)
+    StageOfDevice[S.Stages[St]] = St;
+  auto Name = [&](unsigned St) {
+    return ("emit: stage " + Twine(St) + " of the pipeline (" +
+            C.getDevices()[S.Stages[St]].Name + ")")
+        .str();
+  };
+  std::vector<unsigned> Segment(NumStages, ~0u);
+  for (unsigned K = 0, E = Segs.Segments.size(); K != E; ++K) {
+    const ModelSegments::Segment &Seg = Segs.Segments[K];
+    unsigned St = StageOfDevice[Seg.Device];
+    assert(St != ~0u && "a segment's device has ops");
+    if (Segment[St] != ~0u)
+      return makeError(
+          Name(St) + " is cut into several parts of the model: node '" +
+          PM.getNodeNames()[Segs.Segments[Segment[St]].Nodes.front()] +
+          "' and node '" + PM.getNodeNames()[Seg.Nodes.front()] +
+          "' have nodes of other stages between them; a stage must be one "
+          "contiguous part of the model (place{algo=pipeline} makes such "
+          "stages)");
+    Segment[St] = K;
+  }
+  for (unsigned St = 0; St != NumStages; ++St)
+    if (Segment[St] == ~0u)
+      return makeError(Name(St) +
+                       " has no node of the model, only ops that dp added "
+                       "(the loss, backward or update ops); every stage "
+                       "must run a part of the model");
+  for (const SegmentTensor &X : Segs.Transfers) {
+    unsigned From = StageOfDevice[Segs.Segments[X.From].Device];
+    for (unsigned To : X.To)
+      if (unsigned St = StageOfDevice[Segs.Segments[To].Device]; St < From)
+        return makeError(Name(St) + " reads '" + X.Name + "' from stage " +
+                         Twine(From) + " (" +
+                         C.getDevices()[S.Stages[From]].Name +
+                         "), a later one; the stages must form a chain in "
+                         "which each reads only from earlier stages");
+  }
+  return Segment;
+}
+
+void writePipelinePlan(json::OStream &J, const PlacedStep &S,
+                       const StepSchedule &Schedule) {
+  assert(S.Plan && "a pipeline plan");
+  const PipelinePlan &Plan = *S.Plan;
+  unsigned M = Plan.MicroBatches, NumStages = S.Stages.size();
+  J.object([&] {
+    J.attribute("microbatches", int64_t(M));
+    J.attribute("schedule", getPipelineScheduleName(Plan.Schedule));
+    // "src:1,tgt:1" as {"src": 1, "tgt": 1}.
+    J.attributeObject("batch_axes", [&] {
+      SmallVector<StringRef, 4> Items;
+      ann::get(*S.G, ann::BatchAxes)
+          .getValueOr("")
+          .split(Items, ',', -1, false);
+      for (StringRef Item : Items) {
+        auto [Input, Axis] = Item.rsplit(':');
+        int64_t A = 0;
+        if (!Axis.getAsInteger(10, A))
+          J.attribute(Input, A);
+      }
+    });
+    J.attributeArray("stages", [&] {
+      for (unsigned St = 0; St != NumStages; ++St)
+        J.object([&] {
+          J.attribute("device", S.C->getDevices()[S.Stages[St]].Name);
+          J.attribute("segment", int64_t(Schedule.StageSegments[St]));
+          J.attributeArray("order", [&] {
+            for (unsigned Task : getStageTaskOrder(Plan, St, NumStages)) {
+              bool Backward = Task >= M;
+              if (Backward && !Schedule.Training)
+                continue;
+              J.array([&] {
+                J.value(Backward ? "backward" : "forward");
+                J.value(int64_t(Backward ? Task - M : Task));
+              });
+            }
+          });
+        });
+    });
+  });
 }
 
 void writeScheduleOrder(json::OStream &J, ArrayRef<ScheduleItem> Order) {

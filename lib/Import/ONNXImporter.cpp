@@ -287,11 +287,9 @@ private:
   void applyShapeOverrides(const DeclaredShapes &OwnShapes);
   /// Parses the values of value= for the inputs they bind (BoundValues).
   void bindValues();
-  /// Divides every data input's batch axis by Opts.MicroBatches.
+  /// Divides every data input's batch axis by Opts.MicroBatches, and
+  /// records the inputs it divided in SplitAxes.
   void splitBatch();
-  /// Lets Reshapes and Expands whose shape constants repeat their input's
-  /// sizes follow a changed batch (before the overrides change it).
-  void relaxReshapeConstants();
   /// Constants and control-flow bodies' initializers stored as external
   /// data: the checker wants their bytes, so floating-point ones get zeros
   /// of their size in the working copy (recorded in Placeholders); integer
@@ -435,6 +433,9 @@ private:
   NameSet Placeholders;
   /// The values of the inputs import-onnx{value=} binds.
   std::vector<std::pair<std::string, FoldValue>> BoundValues;
+  /// The inputs splitBatch divided, with their batch axes (annotation
+  /// `batch_axes`).
+  std::vector<std::pair<std::string, int64_t>> SplitAxes;
 
   ErrorList Errors{MaxReportedErrors};
 };
@@ -729,7 +730,7 @@ static void writeInt64s(onnx::TensorProto &T, ArrayRef<int64_t> V) {
       T.set_int64_data(I, V[I]);
 }
 
-void ONNXImporter::relaxReshapeConstants() {
+void relaxShapeConstants(onnx::ModelProto &Model) {
   // A model exported at a fixed batch often has it in Reshape's shape
   // operand ([24, 384, 12, 64] for the [24, 384, 768] it reads). Where a
   // size there equals the input's size at the same position, 0 (copy that
@@ -737,14 +738,14 @@ void ONNXImporter::relaxReshapeConstants() {
   // batch; in Expand's shape, 1 (keep the input's size) does the same.
   // A constant changes, in the working copy of the model, only when every
   // reader is such a Reshape or Expand and all agree on the new values.
-  onnx::GraphProto &G = *Model->mutable_graph();
+  onnx::GraphProto &G = *Model.mutable_graph();
   bool Any = any_of(G.node(), [](const onnx::NodeProto &N) {
     return (N.op_type() == "Reshape" || N.op_type() == "Expand") &&
            N.domain().empty();
   });
   if (!Any)
     return;
-  onnx::ModelProto Exported(*Model);
+  onnx::ModelProto Exported(Model);
   try {
     onnx::ShapeInferenceOptions Options(/*check_type_val=*/false,
                                         /*strict_mode_val=*/0,
@@ -852,6 +853,7 @@ void ONNXImporter::splitBatch() {
     }
     if (M == 1)
       continue;
+    SplitAxes.emplace_back(VI.name(), Axis);
     auto *D = Shape->mutable_dim(Axis);
     if (!D->has_dim_value()) {
       addError(makeTensorError(
@@ -918,9 +920,7 @@ void ONNXImporter::bindValues() {
   }
 }
 
-/// Drops the shapes recorded in \p G for the old sizes, which would
-/// contradict the new ones: inference recomputes every shape.
-static void forgetRecordedShapes(onnx::GraphProto &G) {
+void forgetRecordedShapes(onnx::GraphProto &G) {
   G.clear_value_info();
   for (onnx::ValueInfoProto &VI : *G.mutable_output()) {
     if (!VI.type().has_tensor_type() || !VI.type().tensor_type().has_shape())
@@ -940,7 +940,7 @@ Error ONNXImporter::applyOverrides() {
   // and the named dimensions change them.
   DeclaredShapes OwnShapes = getOverriddenInputShapes();
   if (Opts.Batch || Opts.MicroBatches > 1)
-    relaxReshapeConstants();
+    relaxShapeConstants(*Model);
   applyDimOverrides();
   applyShapeOverrides(OwnShapes);
   splitBatch();
@@ -1736,6 +1736,12 @@ Expected<Graph> ONNXImporter::buildGraph() {
   addOutputs(G);
   if (Error E = takeErrors())
     return std::move(E);
+  if (!SplitAxes.empty()) {
+    std::string Axes;
+    for (const auto &[Name, Axis] : SplitAxes)
+      Axes += (Axes.empty() ? "" : ",") + Name + ":" + std::to_string(Axis);
+    ann::set(G, ann::BatchAxes, Axes);
+  }
   if (Error E = readPlacement(G))
     return std::move(E);
   return std::move(G);

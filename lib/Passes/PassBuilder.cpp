@@ -210,23 +210,37 @@ static Error addPass(PassManager &PM, const PipelineElement &E) {
 }
 
 /// A pipeline plan needs the graph of one micro-batch: every import-onnx
-/// before a pipeline{} imports with its microbatches= and batch-axis=
-/// (unless it was given microbatches= itself, which pipeline{} then checks).
+/// before a pipeline{} imports with its microbatches= and batch-axis=.
+/// An import-onnx given microbatches= itself must agree with the pipeline{}:
+/// one that does not is an error here, before anything runs (and before a
+/// printed pipeline could drop the import's microbatches=1 as a default).
 static Error forwardMicroBatches(std::vector<PipelineElement> &Elements) {
   for (size_t P = 0; P != Elements.size(); ++P) {
     if (Elements[P].Name != PipelinePass::name())
       continue;
     // Its own errors first, named after it.
-    if (Expected<PipelineOptions> Opts =
-            PipelinePass::parseOptions(Elements[P].Options);
-        !Opts)
+    Expected<PipelineOptions> Opts =
+        PipelinePass::parseOptions(Elements[P].Options);
+    if (!Opts)
       return Opts.takeError();
     for (size_t I = 0; I != P; ++I) {
       PipelineElement &Import = Elements[I];
-      if (Import.Name != ImportONNXPass::name() ||
-          any_of(Import.Options,
-                 [](const auto &KV) { return KV.first == "microbatches"; }))
+      if (Import.Name != ImportONNXPass::name())
         continue;
+      if (any_of(Import.Options,
+                 [](const auto &KV) { return KV.first == "microbatches"; })) {
+        Expected<ImportOptions> Own =
+            ImportONNXPass::parseOptions(Import.Options);
+        if (!Own) // Reported when the pass is built, under its own name.
+          consumeError(Own.takeError());
+        else if (Own->MicroBatches != Opts->MicroBatches)
+          return makeError("import-onnx{microbatches=" +
+                           Twine(Own->MicroBatches) + "} before pipeline{" +
+                           "microbatches=" + Twine(Opts->MicroBatches) +
+                           "}: they must agree (leave microbatches= off "
+                           "import-onnx and pipeline{} gives it)");
+        continue;
+      }
       for (const auto &KV : Elements[P].Options)
         if (KV.first == "microbatches" || KV.first == "batch-axis")
           Import.Options.push_back(KV);

@@ -91,6 +91,17 @@ SingleDeviceBaseline computeSingleDeviceBaseline(const SimGraph &SG) {
   return B;
 }
 
+double getPipelineBubble(const SimResult &R) {
+  double Busy = 0;
+  unsigned Used = 0;
+  for (unsigned D = 0, E = R.OpCount.size(); D != E; ++D)
+    if (R.OpCount[D]) {
+      Busy += R.BusyTime[D];
+      ++Used;
+    }
+  return Used && R.StepTime > 0 ? 1 - Busy / (Used * R.StepTime) : 0;
+}
+
 void printSimulationReport(raw_ostream &OS, const Graph &G, const Cluster &C,
                            const SimResult &R, const LowerBounds &LB,
                            const SingleDeviceBaseline *Baseline) {
@@ -98,15 +109,8 @@ void printSimulationReport(raw_ostream &OS, const Graph &G, const Cluster &C,
      << "' (placer: " << getPlacerName(G) << ")\n";
   OS << "  step time:    " << formatSeconds(R.StepTime) << '\n';
   if (Optional<PipelinePlan> Plan = getPipelinePlan(G)) {
-    // The bubble: the share of the used devices' step they sit idle.
-    double Busy = 0;
-    unsigned Used = 0;
-    for (unsigned D = 0, E = C.getNumDevices(); D != E; ++D)
-      if (R.OpCount[D]) {
-        Busy += R.BusyTime[D];
-        ++Used;
-      }
-    double Bubble = Used && R.StepTime > 0 ? 1 - Busy / (Used * R.StepTime) : 0;
+    unsigned Used = count_if(R.OpCount, [](uint32_t N) { return N != 0; });
+    double Bubble = getPipelineBubble(R);
     OS << "  pipeline:     " << Plan->MicroBatches << " micro-batch"
        << (Plan->MicroBatches == 1 ? "" : "es") << ", "
        << getPipelineScheduleName(Plan->Schedule) << " over " << Used

@@ -31,6 +31,7 @@ from .graph import RuntimeError_
 
 SCHEDULE_KEY = "dp.schedule"
 PREDICTED_KEY = "dp.predicted"
+PIPELINE_KEY = "dp.pipeline"
 PHASES = ("forward", "backward")
 
 
@@ -60,7 +61,20 @@ def _json(path, key, text):
 
 def parse_schedule(path, meta, nodes):
     """The Schedule in meta, checked against the placed nodes; None when
-    the model has none."""
+    the model has none. A pipeline plan's model (``dp.pipeline``) is one
+    micro-batch's: run as a plain placement it would compute a fraction
+    of the step, so it is refused."""
+    if PIPELINE_KEY in meta:
+        plan = _json(path, PIPELINE_KEY, meta[PIPELINE_KEY])
+        what = ""
+        if isinstance(plan, dict):
+            what = " (%s micro-batches, %s)" % (plan.get("microbatches"),
+                                                plan.get("schedule"))
+        raise RuntimeError_(
+            "%s: error: the model is a pipeline plan%s, whose stages run "
+            "one micro-batch each; this runtime runs plain placements "
+            "only (emit it without pipeline{} to run it here)"
+            % (path, what))
     if SCHEDULE_KEY not in meta:
         return None
     where = "%s: metadata '%s'" % (path, SCHEDULE_KEY)

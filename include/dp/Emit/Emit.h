@@ -24,6 +24,7 @@
 
 #include "dp/Cluster/Cluster.h"
 #include "dp/IR/Graph.h"
+#include "dp/IR/PipelinePlan.h"
 #include "dp/Sim/SimulatePass.h"
 #include "dp/Sim/Simulator.h"
 
@@ -53,6 +54,15 @@ struct PlacedStep {
   /// Compute time of every op on its device.
   std::vector<double> OpTime;
   SimResult Result;
+  /// Every op's simulated interval, by op: under a pipeline plan, that of
+  /// its instance in micro-batch 0 (an update's only one), where
+  /// Result.Ops has every instance.
+  std::vector<OpInterval> OpSpans;
+  /// The graph's pipeline plan, if it has one, and its stages: the devices
+  /// with ops, in the order of their first op (as the simulator orders
+  /// them; docs/simulator.md).
+  llvm::Optional<PipelinePlan> Plan;
+  std::vector<unsigned> Stages;
   LowerBounds Bounds;
   SingleDeviceBaseline Baseline;
   /// The placer's search when this run placed the graph.

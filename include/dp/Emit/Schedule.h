@@ -82,6 +82,8 @@ struct StepSchedule {
   /// read from it, ties in reverse forward order. A reverse topological
   /// order of the segment's nodes. Empty for inference.
   std::vector<std::vector<unsigned>> BackwardNodes;
+  /// With a pipeline plan: the segment of each stage (getStageSegments).
+  std::vector<unsigned> StageSegments;
 };
 
 /// Orders the items of segments whose dependencies \p After gives (the
@@ -108,6 +110,24 @@ orderScheduleItems(llvm::ArrayRef<llvm::SmallVector<unsigned, 4>> After,
 /// item its forward item's. Update and loss ops belong to no item.
 StepSchedule computeStepSchedule(const PlacedStep &S, const PlacedModel &PM,
                                  const ModelSegments &Segs);
+
+/// With a pipeline plan (PlacedStep::Plan), the segment of each of \p S's
+/// stages: each stage must be one segment of \p Segs (one contiguous part
+/// of the model), and read only from earlier stages. Fails, naming the
+/// stage, its device and the nodes or tensor concerned, when a stage's
+/// nodes are cut into several segments, when a stage has no node of the
+/// model, or when a stage reads from a later one.
+llvm::Expected<std::vector<unsigned>>
+getStageSegments(const PlacedStep &S, const PlacedModel &PM,
+                 const ModelSegments &Segs);
+
+/// Writes \p S's pipeline plan as a JSON object (docs/emit.md, "Pipeline
+/// plans"): microbatches, schedule, the graph inputs the micro-batches
+/// divide with their batch axes, and per stage in order its device,
+/// segment and the order of its tasks, ["forward", k] and, for a training
+/// step, ["backward", k] for micro-batch k, as the simulator ran them.
+void writePipelinePlan(llvm::json::OStream &J, const PlacedStep &S,
+                       const StepSchedule &Schedule);
 
 /// Writes \p Order as a JSON array of [kind, segment] pairs:
 /// [["forward", 0], ["backward", 0]].

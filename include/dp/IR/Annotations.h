@@ -68,6 +68,9 @@ inline constexpr Key<int64_t> Groups{"groups"};
 /// The micro-batches one step runs (import-onnx{microbatches=}): the graph
 /// is one micro-batch's step, imported at the global batch over this.
 inline constexpr Key<int64_t> MicroBatches{"microbatches"};
+/// The graph inputs import-onnx{microbatches=} divided, with their batch
+/// axes: "NAME:AXIS,NAME:AXIS" (inputs it reads whole are not named).
+inline constexpr Key<llvm::StringRef> BatchAxes{"batch_axes"};
 /// The pipeline schedule of the micro-batches, "gpipe" or "1f1b" (the
 /// pipeline pass; docs/transforms.md).
 inline constexpr Key<llvm::StringRef> Schedule{"schedule"};

@@ -123,6 +123,20 @@ void forgetShapesComputedFrom(onnx::GraphProto &G,
                               llvm::ArrayRef<std::string> From,
                               std::vector<std::string> *Notes = nullptr);
 
+/// Lets the Reshapes and Expands of \p M whose shape constants repeat
+/// their input's sizes follow a changed batch, as import-onnx{batch=,
+/// microbatches=} does (docs/import-onnx.md): where a size in the shape
+/// equals the input's at the same position (at the model's own input
+/// shapes), a Reshape's becomes 0 and an Expand's 1. A constant changes
+/// only when all its readers are such Reshapes and Expands and agree. Run
+/// it before the inputs' shapes change.
+void relaxShapeConstants(onnx::ModelProto &M);
+
+/// Drops the shapes recorded in \p G (value_info, and the sizes of the
+/// graph outputs, keeping their ranks) after its inputs changed sizes:
+/// shape inference recomputes them.
+void forgetRecordedShapes(onnx::GraphProto &G);
+
 /// Whether \p Bytes looks like ONNX text syntax rather than a binary
 /// protobuf (only printable text in its first bytes).
 bool looksLikeONNXText(llvm::StringRef Bytes);

@@ -107,6 +107,10 @@ struct SingleDeviceBaseline {
 /// Simulates the step of \p SG on each device alone.
 SingleDeviceBaseline computeSingleDeviceBaseline(const SimGraph &SG);
 
+/// A pipelined step's bubble: the share of the step that the devices with
+/// ops sit idle, 1 - their busy time / (their count x the step).
+double getPipelineBubble(const SimResult &R);
+
 /// Writes the human report of a simulated step. With \p Baseline, it says
 /// the speed-up over the best single device too.
 void printSimulationReport(llvm::raw_ostream &OS, const Graph &G,
