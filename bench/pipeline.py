@@ -20,7 +20,9 @@ Writes bench/results/pipeline.csv and the "bench pipeline" section of
 docs/results.md: per model, the best non-pipelined step, each pipelined
 placement's step, bubble and per-stage peak memory, the speed-up over the
 best non-pipelined placement, and the seconds each placement took (the
-place pass's). --tables rebuilds the section from the CSV alone.
+place pass's). The LLaMA-shaped 7B at 8 x 512 tokens also runs its
+pipelines with activation recomputation (pipeline{recompute=true}).
+--tables rebuilds the section from the CSV alone.
 """
 
 import argparse
@@ -48,10 +50,14 @@ SEQ_FIRST = {"gnmt4": ["src", "tgt"], "nmt2": ["src", "tgt"],
              "nmt4": ["src", "tgt"]}
 FLAT = ["single", "expert", "metis", "pipeline", "anneal"]
 # LLaMA-shaped decoders (utils/llama-model.py: f16, mixed-precision Adam)
-# on the clusters they need: name, size, batch, sequence, cluster, M.
+# on the clusters they need: name, size, batch, sequence, cluster, M. The
+# 7B at 8 x 512 tokens holds too many activations for any plan that keeps
+# them: its pipelines also run with recomputation.
 LLAMA = [("llama7b", "7b", 32, 128, "v100x8-nvlink", 32),
+         ("llama7b-seq512", "7b", 8, 512, "v100x8-nvlink", 8),
          ("llama70b", "70b", 32, 256,
           os.path.join(ROOT, "bench", "clusters", "a100x8x4-ib.json"), 32)]
+RECOMPUTED = {"llama7b-seq512"}
 LLAMA_FLAT = ["expert", "metis", "pipeline", "anneal"]
 PIPELINED = [("pipeline", "balance=time"), ("pipeline", "balance=layers"),
              ("pipeline", "balance=parameters"), ("anneal", "")]
@@ -61,7 +67,7 @@ FAILED = {"step_s": "", "oom": "failed", "bubble": "", "stages": "",
           "stage_peaks_bytes": "", "place_s": ""}
 FIELDS = ["model", "cluster", "batch", "microbatches", "schedule", "placer", "options",
           "step_s", "bubble", "stages", "stage_peaks_bytes", "oom",
-          "place_s"]
+          "place_s", "recompute"]
 
 
 def log(msg):
@@ -70,15 +76,16 @@ def log(msg):
 
 
 def run_case(dp_opt, cluster, model, m, schedule, placer, options, seconds,
-             work, path=None):
+             work, path=None, recompute=False):
     imp = "import-onnx"
     if model in BATCH:
         imp += "{batch=%d}" % BATCH[model]
     passes = [imp, "unroll-rnn", "training-graph", "cost-annotate"]
     if m:
         axes = "".join(",batch-axis=%s:1" % n for n in SEQ_FIRST.get(model, []))
-        passes.append("pipeline{microbatches=%d,schedule=%s%s}" %
-                      (m, schedule, axes))
+        passes.append("pipeline{microbatches=%d,schedule=%s%s%s}" %
+                      (m, schedule, axes,
+                       ",recompute=true" if recompute else ""))
     opts = "algo=" + placer + ("," + options if options else "")
     if placer == "anneal":
         opts += ",seconds=%g" % seconds
@@ -132,15 +139,20 @@ def write_docs(rows, command):
             continue
         flat = [r for r in mr if not r["microbatches"] and r["oom"] ==
                 "False"]
-        if not flat:
-            continue
-        best = min(flat, key=lambda r: float(r["step_s"]))
-        lines.append("**%s** on `%s`, batch %s: best flat %s (%.1f ms)." % (
-            model, best["cluster"], best["batch"], best["placer"] +
-            (" " + best["options"] if best["options"] else ""),
-            float(best["step_s"]) * 1e3))
+        best = min(flat, key=lambda r: float(r["step_s"])) if flat else None
+        if best:
+            lines.append("**%s** on `%s`, batch %s: best flat %s (%.1f ms)."
+                         % (model, best["cluster"], best["batch"],
+                            best["placer"] + (" " + best["options"]
+                                              if best["options"] else ""),
+                            float(best["step_s"]) * 1e3))
+        else:
+            lines.append("**%s** on `%s`, batch %s: no flat placement "
+                         "fits." % (model, mr[0]["cluster"], mr[0]["batch"]))
         failed = [r["placer"] + (" " + r["options"] if r["options"] else "")
-                  + (" (M = %s, %s)" % (r["microbatches"], r["schedule"])
+                  + (" (M = %s, %s%s)" % (r["microbatches"], r["schedule"],
+                                          ", recompute" if r.get("recompute")
+                                          else "")
                      if r["microbatches"] else "")
                   for r in mr if r["oom"] == "failed"]
         if failed:
@@ -153,12 +165,15 @@ def write_docs(rows, command):
         for r in mr:
             name = r["placer"] + (" " + r["options"] if r["options"] else "")
             step = float(r["step_s"])
-            lines.append("| %s | %s | %s | %.1f%s | %.2fx | %.0f %% | %s | %s "
+            lines.append("| %s | %s | %s | %.1f%s | %s | %.0f %% | %s | %s "
                          "| %.2f |" % (
-                             r["microbatches"] or "-", r["schedule"] or "-",
+                             r["microbatches"] or "-",
+                             (r["schedule"] or "-") +
+                             (", recompute" if r.get("recompute") else ""),
                              name, step * 1e3,
                              " (OOM)" if r["oom"] == "True" else "",
-                             float(best["step_s"]) / step,
+                             "%.2fx" % (float(best["step_s"]) / step)
+                             if best else "-",
                              float(r["bubble"]) * 100, r["stages"],
                              " ".join(gib(b) for b in
                                       r["stage_peaks_bytes"].split()),
@@ -171,6 +186,13 @@ def write_docs(rows, command):
         flat = [float(r["step_s"]) for r in mr
                 if not r["microbatches"] and r["oom"] == "False"]
         piped = [r for r in mr if r["microbatches"] and r["oom"] == "False"]
+        if piped and not flat:
+            best = min(piped, key=lambda r: float(r["step_s"]))
+            large.append("%s: no flat placement fits, the best pipeline "
+                         "%.1f ms%s" % (model, float(best["step_s"]) * 1e3,
+                                        " (recomputing)"
+                                        if best.get("recompute") else ""))
+            continue
         if not flat or not piped:
             continue
         ratio = min(flat) / min(float(r["step_s"]) for r in piped)
@@ -246,6 +268,7 @@ def main():
                         r["step_s"] * 1e3, " OOM" if r["oom"] else "")))
                 rows.append(r)
         for name, size, batch, seq, cluster, m in LLAMA:
+            recompute = name in RECOMPUTED
             if args.models != ",".join(MODELS) and name not in \
                     args.models.split(","):
                 continue
@@ -255,22 +278,26 @@ def main():
                 ROOT, "utils", "llama-model.py"), "--size", size, "--batch",
                 str(batch), "--seq", str(seq), "--out", path], check=True,
                 capture_output=True)
-            cases = [(0, "", p, "") for p in LLAMA_FLAT]
-            cases += [(m, "1f1b", "pipeline", "balance=time"),
-                      (m, "1f1b", "pipeline", "balance=layers"),
-                      (m, "1f1b", "pipeline", "balance=parameters")]
-            for mb, sched, placer, opts in cases:
+            cases = [(0, "", p, "", False) for p in LLAMA_FLAT]
+            for again in ([False, True] if recompute else [False]):
+                cases += [(m, "1f1b", "pipeline", "balance=time", again),
+                          (m, "1f1b", "pipeline", "balance=layers", again),
+                          (m, "1f1b", "pipeline", "balance=parameters",
+                           again)]
+            for mb, sched, placer, opts, again in cases:
                 r = run_case(dp_opt, cluster, name, mb, sched, placer, opts,
-                             2 * args.anneal_seconds, work, path)
+                             2 * args.anneal_seconds, work, path, again)
                 if r is None:
                     r = FAILED.copy()
                 r.update({"model": name, "cluster":
                           os.path.basename(cluster).replace(".json", ""),
                           "batch": "%d x %d tokens" % (batch, seq),
                           "microbatches": mb or "", "schedule": sched,
-                          "placer": placer, "options": opts})
-                log("%s M=%s %s %s: %s" % (
+                          "placer": placer, "options": opts,
+                          "recompute": "true" if again else ""})
+                log("%s M=%s %s %s%s: %s" % (
                     name, mb or "-", placer, opts,
+                    " recompute" if again else "",
                     "failed" if r["oom"] == "failed" else "%.1f ms (%.1f s)"
                     % (r["step_s"] * 1e3, r["place_s"])))
                 rows.append(r)

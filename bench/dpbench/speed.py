@@ -75,15 +75,20 @@ def simulator_speed(tools, cfg, m):
              "--benchmark_repetitions=%d" % cfg["bench_reps"],
              "--benchmark_report_aggregates_only=true"])
     g = re.search(r"graph: (\S+) training step, (\d+) ops", r.stdout)
+    p = re.search(r"pipelined: \S+, (\d+) op instances", r.stdout)
     for x in re.finditer(r"(Simulate\w+)\s+([\d.]+) M simulated ops/s,"
                          r"\s+(\d+) placements/s, ([\d.]+)x", r.stdout):
         what = {"SimulateSingle": "single GPU",
                 "SimulateStages": "4 contiguous stages",
-                "SimulateRandom": "random over 5 devices"}.get(
+                "SimulateRandom": "random over 5 devices",
+                "SimulatePipeline": "4 stages, 8 micro-batches (1F1B)"}.get(
                     x.group(1), x.group(1))
+        if x.group(1) == "SimulatePipeline":
+            size = "%s op instances" % (p.group(1) if p else "?")
+        else:
+            size = "%s ops" % (g.group(2) if g else "?")
         m.add("simulator", what + ": simulated ops/s", "%s M" % x.group(2),
-              "ops/s", "%s x the 10 M target; %s ops" % (
-                  x.group(4), g.group(2) if g else "?"))
+              "ops/s", "%s x the 10 M target; %s" % (x.group(4), size))
         m.add("simulator", what + ": placements/s", x.group(3), "1/s",
               "BERT-Base training step on p100x4")
 

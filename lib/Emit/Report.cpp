@@ -315,12 +315,16 @@ static void writeHTMLSummary(HTMLWriter &H, const PlacedStep &S) {
   InputsOS.flush();
   Row("inputs", Inputs.empty() ? "none" : Inputs);
   Row("placer", ann::get(G, ann::Placer).getValueOr("given"));
-  if (S.Plan)
-    Row("pipeline", Twine(S.Plan->MicroBatches) + " micro-batches, " +
-                        getPipelineScheduleName(S.Plan->Schedule) + " over " +
-                        Twine(S.Stages.size()) + " stages; bubble " +
-                        formatv("{0:F1}", getPipelineBubble(R) * 100).str() +
-                        " %");
+  if (S.Plan) {
+    std::string Plan;
+    raw_string_ostream OS(Plan);
+    OS << S.Plan->MicroBatches << " micro-batches, "
+       << getPipelineScheduleName(S.Plan->Schedule) << " over "
+       << S.Stages.size() << " stages"
+       << (S.Plan->Recompute ? ", recomputing activations" : "") << "; bubble "
+       << format("%.1f", getPipelineBubble(R) * 100) << " %";
+    Row("pipeline", OS.str());
+  }
   Row("ops", Twine(G.getNumOps()));
   Row("predicted step time", formatSeconds(R.StepTime));
   Row("lower bound", formatLowerBounds(S.Bounds));

@@ -44,6 +44,7 @@ Optional<PipelinePlan> getPipelinePlan(const Graph &G) {
   if (Name)
     if (Optional<PipelineScheduleKind> K = parsePipelineScheduleName(*Name))
       P.Schedule = *K;
+  P.Recompute = ann::get(G, ann::Recompute).getValueOr(0) != 0;
   return P;
 }
 

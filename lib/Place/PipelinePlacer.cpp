@@ -10,7 +10,9 @@
 // minimize the slowest stage, its time being its units' forward and
 // backward time on its device or the transfers over its cut in, under the
 // memory the schedule keeps in flight there (1F1B: min(p - k, M)
-// micro-batches' saved activations at stage k of p; GPipe: M), by
+// micro-batches' saved activations at stage k of p; GPipe: M; recomputing,
+// that many micro-batches' stage inputs and one's activations, and the
+// backward runs the forward again), by
 // bisection on that bottleneck with a greedy fill (the optimal cut for a
 // bottleneck takes each stage as far as it goes, PipeDream's and Piper's
 // contiguous partitions); the pipelined simulator then picks among them
@@ -82,6 +84,9 @@ private:
   /// micro-batch, (1 - 1/M) of their time: they run once a step, not once
   /// per micro-batch like the rest of the unit's time.
   std::vector<double> UpdateSaving;
+  /// Per position and device type, with recomputation: the unit's forward
+  /// time, which its backward runs again.
+  std::vector<double> RecomputeTime;
   unsigned NumTypes = 0;
   /// Per position: bytes that stay on the device all step, and one
   /// micro-batch's forward results that its backward reads.
@@ -107,6 +112,8 @@ StageCutter::StageCutter(const PlacementProblem &P, ArrayRef<unsigned> Devs,
   Count.assign(N, 0);
   NumTypes = P.getCluster().getTypes().size();
   UpdateSaving.assign(size_t(N) * NumTypes, 0);
+  RecomputeTime.assign(size_t(N) * NumTypes, 0);
+  bool Recompute = Plan && Plan->Recompute;
   double Share = Plan ? 1 - 1.0 / Plan->MicroBatches : 0;
   std::vector<int> TypeDevice(NumTypes, -1);
   for (unsigned D = 0, E = P.getNumDevices(); D != E; ++D)
@@ -122,6 +129,11 @@ StageCutter::StageCutter(const PlacementProblem &P, ArrayRef<unsigned> Devs,
       const Op &Node = G.getOp(O);
       StringRef Phase = ann::getString(Node, ann::Phase);
       bool Forward = Phase.empty() || Phase == "forward" || Phase == "loss";
+      if (Forward && Recompute)
+        for (unsigned T = 0; T != NumTypes; ++T)
+          if (TypeDevice[T] >= 0)
+            RecomputeTime[size_t(I) * NumTypes + T] +=
+                P.getSimGraph().getOpTime(O, TypeDevice[T]);
       if (Phase == "update" && Share > 0)
         for (unsigned T = 0; T != NumTypes; ++T)
           if (TypeDevice[T] >= 0)
@@ -205,7 +217,8 @@ double StageCutter::weight(unsigned I, unsigned K) const {
     return Count[I];
   unsigned Type = P.getCluster().getDevices()[Devs[K]].Type;
   return P.getUnitTime(Order[I], Devs[K]) -
-         UpdateSaving[size_t(I) * NumTypes + Type];
+         UpdateSaving[size_t(I) * NumTypes + Type] +
+         RecomputeTime[size_t(I) * NumTypes + Type];
 }
 
 bool StageCutter::fill(double Limit, unsigned Stages,
@@ -219,9 +232,13 @@ bool StageCutter::fill(double Limit, unsigned Stages,
   for (unsigned I = 0; I != N; ++I) {
     double W = weight(I, K);
     uint64_t Capacity = P.getDeviceCapacity(Devs[K]);
-    bool Fits = Resident + this->Resident[I] +
-                    inFlight(K, Stages) * (Active + Activations[I]) <=
-                Capacity;
+    // Recomputing, a stage keeps what it receives per micro-batch in
+    // flight and one micro-batch's activations, recomputed.
+    uint64_t Kept = Plan && Plan->Recompute
+                        ? inFlight(K, Stages) * CutBytes[Cuts.back()] + Active +
+                              Activations[I]
+                        : inFlight(K, Stages) * (Active + Activations[I]);
+    bool Fits = Resident + this->Resident[I] + Kept <= Capacity;
     if (I != Cuts.back() && (Load + W > Limit || !Fits)) {
       // The next stage starts here. Its transfers in (activations forward,
       // their gradients back) use the links, not the devices, and overlap

@@ -114,7 +114,8 @@ void printSimulationReport(raw_ostream &OS, const Graph &G, const Cluster &C,
     OS << "  pipeline:     " << Plan->MicroBatches << " micro-batch"
        << (Plan->MicroBatches == 1 ? "" : "es") << ", "
        << getPipelineScheduleName(Plan->Schedule) << " over " << Used
-       << " device" << (Used == 1 ? "" : "s") << "; bubble "
+       << " device" << (Used == 1 ? "" : "s")
+       << (Plan->Recompute ? ", recomputing activations" : "") << "; bubble "
        << format("%.1f", Bubble * 100) << " %";
     if (R.OutOfOrder)
       OS << "; " << R.OutOfOrder
@@ -225,6 +226,7 @@ void writeSummary(json::OStream &J, const Graph &G, const Cluster &C,
     if (Optional<PipelinePlan> Plan = getPipelinePlan(G)) {
       J.attribute("microbatches", int64_t(Plan->MicroBatches));
       J.attribute("schedule", getPipelineScheduleName(Plan->Schedule));
+      J.attribute("recompute", Plan->Recompute);
       J.attribute("out_of_order", int64_t(R.OutOfOrder));
     }
     J.attribute("oom", R.OOM);

@@ -316,6 +316,11 @@ Simulator::Simulator(const SimGraph &G) : G(G), C(*G.C) {
     CurPos.resize(D);
     ReadyHeap.resize(D);
     InstPlace.resize(G.NumOps);
+    if (G.Plan->Recompute) {
+      PosTask.resize(size_t(D) * NumTasks);
+      RecomputeState.resize(size_t(D) * NumTasks);
+      Stash.resize(size_t(D) * G.Plan->MicroBatches);
+    }
   }
   Busy.resize(D);
   ChannelFree.resize(C.getNumChannels());
@@ -508,10 +513,22 @@ void Simulator::startOp(uint32_t Op, unsigned Dev, double Now, SimResult &R) {
   uint64_t Bytes = G.OpWorkspace[Op];
   for (unsigned I = G.OpResultsBegin[Op]; I != G.OpResultsBegin[Op + 1]; ++I)
     Bytes += G.TensorBytes[G.OpResults[I]];
+  double Time = G.Time[size_t(Op) * G.NumDevices + Dev];
+  // A backward task's first instance recomputes the micro-batch's forward
+  // on the device first, and holds its activations until the task ends.
+  if (Recompute && isBackwardInstance(Op)) {
+    size_t Row = size_t(Dev) * NumTasks;
+    uint8_t &St = RecomputeState[Row + TaskPos[Row + G.InstTask[Op]]];
+    if (St == 0) {
+      St = 1;
+      Time += RecomputeTime[Dev];
+      Extra[Dev] = RecomputeTime[Dev];
+      Bytes += RecomputeBytes[Dev];
+    }
+  }
   allocate(Dev, Bytes, Op, R);
   if (Record)
     R.Ops[Op].Start = Now;
-  double Time = G.Time[size_t(Op) * G.NumDevices + Dev];
   StartedAt[Dev] = Now;
   if (GroupOf[Dev] < 0) {
     push(Now + Time, Op);
@@ -654,6 +671,40 @@ void Simulator::orderTasks() {
     ReadyHeap[Dev].clear();
   }
   Arrivals = 0;
+  Recompute = G.Plan->Recompute;
+  if (!Recompute)
+    return;
+  // Micro-batch 0's forward instances are task 0; every micro-batch's are
+  // alike.
+  RecomputeTime.assign(D, 0.0);
+  RecomputeBytes.assign(D, 0);
+  Extra.assign(D, 0.0);
+  HasBackward.assign(D, 0);
+  std::fill(RecomputeState.begin(), RecomputeState.end(), 0);
+  for (std::vector<uint32_t> &List : Stash)
+    List.clear();
+  for (size_t I = 0, E = size_t(D) * NumTasks; I != E; ++I)
+    PosTask[I / NumTasks * NumTasks + TaskPos[I]] = uint32_t(I % NumTasks);
+  for (uint32_t Op = 0; Op != G.NumOps; ++Op) {
+    unsigned Dev = Place[Op];
+    if (G.InstTask[Op] == 0)
+      RecomputeTime[Dev] += G.Time[size_t(Op) * D + Dev];
+    HasBackward[Dev] |= isBackwardInstance(Op);
+  }
+}
+
+void Simulator::finishRecomputedTask(unsigned Dev, uint32_t Pos, SimResult &R) {
+  uint8_t &St = RecomputeState[size_t(Dev) * NumTasks + Pos];
+  if (St != 1)
+    return;
+  St = 2;
+  Live[Dev] -= RecomputeBytes[Dev];
+  noteMemory(Dev, R);
+  unsigned M = G.Plan->MicroBatches, D = G.NumDevices;
+  uint32_t Task = PosTask[size_t(Dev) * NumTasks + Pos];
+  for (uint32_t T : Stash[size_t(Dev) * M + (Task - M)])
+    if (--Uses[size_t(T) * D + Dev] == 0)
+      release(T, Dev, R);
 }
 
 void Simulator::reset(SimResult &R) {
@@ -707,6 +758,29 @@ void Simulator::reset(SimResult &R) {
     orderTasks();
 }
 
+void Simulator::stashAndCount(uint32_t T, bool Recomputed) {
+  unsigned D = G.NumDevices, M = G.Plan->MicroBatches;
+  uint32_t Producer = G.TensorProducer[T];
+  if (Recomputed && G.InstTask[Producer] == 0)
+    RecomputeBytes[Home[T]] += G.TensorBytes[T];
+  // A copy that another device's forward reads is that device's stage
+  // input: it stays there until the micro-batch's backward there is done,
+  // which recomputes from it.
+  unsigned MB = G.InstTask[Producer];
+  for (unsigned I = G.ConsumersBegin[T], E = G.ConsumersBegin[T + 1]; I != E;
+       ++I) {
+    uint32_t Reader = G.Consumers[I];
+    unsigned Dev = Place[Reader];
+    if (Dev == Home[T] || !isForwardInstance(Reader) || !HasBackward[Dev])
+      continue;
+    std::vector<uint32_t> &List = Stash[size_t(Dev) * M + MB];
+    if (!List.empty() && List.back() == T)
+      continue;
+    List.push_back(T);
+    ++Uses[size_t(T) * D + Dev];
+  }
+}
+
 void Simulator::placeTensors() {
   unsigned D = G.NumDevices;
   RemoteDevs.clear();
@@ -718,11 +792,19 @@ void Simulator::placeTensors() {
                                : 0;
     RemoteBegin[T] = RemoteDevs.size();
     bool Remote = false;
+    bool Recomputed = false;
     for (unsigned I = Begin; I != End; ++I) {
-      unsigned Dev = Place[G.Consumers[I]];
+      uint32_t Reader = G.Consumers[I];
+      unsigned Dev = Place[Reader];
+      if (Recompute && readsRecomputed(T, Reader)) {
+        Recomputed = true;
+        continue;
+      }
       ++Uses[size_t(T) * D + Dev];
       Remote |= Dev != Home[T];
     }
+    if (Recompute && Producer != None && isForwardInstance(Producer))
+      stashAndCount(T, Recomputed);
     // Most tensors stay on their device; the others are sent in device
     // order, once per device.
     if (!Remote)
@@ -782,6 +864,11 @@ void Simulator::finishOp(uint32_t Op, unsigned Dev, double Now, SimResult &R) {
   unsigned D = G.NumDevices;
   R.BusyTime[Dev] +=
       GroupOf[Dev] < 0 ? G.Time[size_t(Op) * D + Dev] : Now - StartedAt[Dev];
+  if (Recompute) {
+    if (GroupOf[Dev] < 0)
+      R.BusyTime[Dev] += Extra[Dev];
+    Extra[Dev] = 0;
+  }
   if (Record)
     R.Ops[Op].End = Now;
   Live[Dev] -= G.OpWorkspace[Op];
@@ -794,12 +881,16 @@ void Simulator::finishOp(uint32_t Op, unsigned Dev, double Now, SimResult &R) {
   }
   for (unsigned I = G.OpInputsBegin[Op]; I != G.OpInputsBegin[Op + 1]; ++I) {
     uint32_t T = G.OpInputs[I];
+    if (Recompute && readsRecomputed(T, Op))
+      continue;
     if (--Uses[size_t(T) * D + Dev] == 0)
       release(T, Dev, R);
   }
   if (NumTasks) {
     size_t Row = size_t(Dev) * NumTasks;
-    --PosLeft[Row + TaskPos[Row + G.InstTask[Op]]];
+    uint32_t Pos = TaskPos[Row + G.InstTask[Op]];
+    if (--PosLeft[Row + Pos] == 0 && Recompute)
+      finishRecomputedTask(Dev, Pos, R);
     uint32_t &Cur = CurPos[Dev];
     while (Cur != NumTasks && !PosLeft[Row + Cur])
       ++Cur;

@@ -36,11 +36,15 @@ Error PipelinePass::run(Graph &G, PassContext &Ctx) {
                      " micro-batches");
   }
   ann::set(G, ann::Schedule, getPipelineScheduleName(Opts.Schedule));
+  if (Opts.Recompute)
+    ann::set(G, ann::Recompute, int64_t(1));
   if (Ctx.Report)
     *Ctx.Report << name() << ": " << Opts.MicroBatches << " micro-batch"
                 << (Opts.MicroBatches == 1 ? "" : "es")
                 << " per step, schedule "
-                << getPipelineScheduleName(Opts.Schedule) << '\n';
+                << getPipelineScheduleName(Opts.Schedule)
+                << (Opts.Recompute ? ", recomputing activations per stage" : "")
+                << '\n';
   return Error::success();
 }
 
@@ -54,7 +58,8 @@ OptionTable PipelinePass::describeOptions(PipelineOptions &O) {
       .printAlways()
       .choice<PipelineScheduleKind>("schedule", O.Schedule,
                                     getPipelineScheduleNames())
-      .printAlways();
+      .printAlways()
+      .flag("recompute", O.Recompute);
   addBatchAxisOption(T, O.BatchAxes);
   return T;
 }

@@ -31,6 +31,7 @@ struct Chain {
   std::vector<uint32_t> Placement;
   std::vector<OpId> Forward, Backward;
 
+  Chain() = default;
   Chain(unsigned Stages, double F, double Bw) {
     TensorId X = B.input("x", 1);
     std::vector<TensorId> Weights;
@@ -142,6 +143,101 @@ TEST(PipelineTest, OneFOneBHoldsAtMostStagesMicroBatchesWhereGPipeHoldsAll) {
     EXPECT_GE(OneF, (P - S) * Bytes) << "stage " << S;
     EXPECT_LT(OneF, (P - S + (S ? 1 : 0)) * Bytes + Bytes / 2) << "stage " << S;
     EXPECT_LT(OneF, GPipe) << "stage " << S;
+  }
+}
+
+/// A training chain of \p Stages stages of \p Layers layers each, stage s
+/// on gpu:s: layer l's forward op (\p F) reads the previous layer's result
+/// and makes an activation; its backward op (\p B) reads the gradient and
+/// the layer's activation. With \p Recompute, the plan recomputes.
+struct LayeredChain {
+  Chain Base;
+  LayeredChain(unsigned Stages, unsigned Layers, double F, double Bw) {
+    GraphBuilder &B = Base.B;
+    TensorId In = B.input("x", 1);
+    std::vector<OpId> Fwd;
+    std::vector<unsigned> Dev;
+    for (unsigned S = 0; S != Stages; ++S)
+      for (unsigned L = 0; L != Layers; ++L) {
+        std::string N = std::to_string(S) + "_" + std::to_string(L);
+        TensorId W = B.weight("w" + N, 1);
+        Fwd.push_back(
+            Base.add("f" + N, F, {In, W}, {Activation}, "forward", S));
+        Dev.push_back(S);
+        In = B.result(Fwd.back());
+      }
+    OpId Loss = Base.add("loss", 0, {In}, {1}, "loss", Stages - 1);
+    B.G.addOutput(B.result(Loss));
+    TensorId Grad = B.result(Loss);
+    for (size_t I = Fwd.size(); I--;) {
+      OpId Bo = Base.add("b" + std::to_string(I), Bw, {Grad, B.result(Fwd[I])},
+                         {1}, "backward", Dev[I]);
+      Grad = B.result(Bo);
+    }
+  }
+  void plan(unsigned M, llvm::StringRef Schedule, bool Recompute) {
+    Base.plan(M, Schedule);
+    if (Recompute)
+      ann::set(Base.B.G, ann::Recompute, int64_t(1));
+  }
+};
+
+class RecomputeFormulaTest
+    : public ::testing::TestWithParam<std::tuple<const char *, Case>> {};
+
+// Recomputing, a stage's backward task first runs its forward again: on a
+// uniform chain the step is (M + p - 1)(F + (F + B)), as without
+// recomputation with a backward of F + B.
+TEST_P(RecomputeFormulaTest, StepIsMPlusPMinusOneTimesTwoFPlusB) {
+  auto [Schedule, K] = GetParam();
+  Chain Ch(K.Stages, K.F, K.B);
+  Ch.plan(K.MicroBatches, Schedule);
+  ann::set(Ch.B.G, ann::Recompute, int64_t(1));
+  Cluster C = makeChainCluster(K.Stages);
+  SimResult R = simulate(Ch, C);
+  EXPECT_NEAR(R.StepTime, (K.MicroBatches + K.Stages - 1) * (2 * K.F + K.B),
+              1e-9);
+  EXPECT_EQ(R.OutOfOrder, 0u);
+  for (unsigned S = 0; S != K.Stages; ++S)
+    EXPECT_NEAR(R.BusyTime[S], K.MicroBatches * (2 * K.F + K.B), 1e-9);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Schedules, RecomputeFormulaTest,
+    ::testing::Combine(::testing::Values("gpipe", "1f1b"),
+                       ::testing::Values(Case{4, 8, 1, 2}, Case{2, 4, 3, 5},
+                                         Case{3, 1, 1, 2}, Case{1, 5, 1, 2})));
+
+TEST(PipelineTest, RecomputingKeepsStageInputsAndOneMicroBatch) {
+  // Four layers a stage: without recomputation GPipe keeps every layer's
+  // activation of every micro-batch (M x 4); recomputing, a stage keeps
+  // the input it received per micro-batch (M x 1, none at stage 0, whose
+  // input is one float) and, during a backward, one micro-batch's four
+  // recomputed activations.
+  const unsigned P = 3, L = 4, M = 8;
+  const uint64_t A = Activation * 4;
+  Cluster C = makeChainCluster(P);
+  for (const char *Sched : {"gpipe", "1f1b"}) {
+    LayeredChain Keep(P, L, 1, 2), Again(P, L, 1, 2);
+    Keep.plan(M, Sched, false);
+    Again.plan(M, Sched, true);
+    SimResult RK = simulate(Keep.Base, C), RA = simulate(Again.Base, C);
+    for (unsigned S = 0; S != P; ++S) {
+      // In flight per stage: M under GPipe, P - S under 1F1B.
+      uint64_t InFlight = std::string(Sched) == "gpipe" ? M : P - S;
+      EXPECT_GE(RK.PeakBytes[S], InFlight * L * A) << Sched << " " << S;
+      uint64_t Inputs = S ? InFlight * A : 0;
+      EXPECT_GE(RA.PeakBytes[S], Inputs + L * A) << Sched << " " << S;
+      // The one-float tensors (weights, gradients) add less than an
+      // activation; a forward in flight adds its input and result.
+      EXPECT_LT(RA.PeakBytes[S], Inputs + (L + 2) * A) << Sched << " " << S;
+      // It saves memory where more than one micro-batch is in flight; with
+      // one (1F1B's last stage) the stashed input comes on top of the
+      // recomputed activations.
+      if (InFlight > 1) {
+        EXPECT_LT(RA.PeakBytes[S], RK.PeakBytes[S]) << Sched << " " << S;
+      }
+    }
   }
 }
 

@@ -74,6 +74,10 @@ inline constexpr Key<llvm::StringRef> BatchAxes{"batch_axes"};
 /// The pipeline schedule of the micro-batches, "gpipe" or "1f1b" (the
 /// pipeline pass; docs/transforms.md).
 inline constexpr Key<llvm::StringRef> Schedule{"schedule"};
+/// 1 when each stage recomputes its forward activations before a
+/// micro-batch's backward instead of keeping them (the pipeline pass's
+/// recompute=true; docs/simulator.md).
+inline constexpr Key<int64_t> Recompute{"recompute"};
 
 namespace detail {
 template <typename T> constexpr AttrKind getKind();

@@ -50,6 +50,10 @@ llvm::Optional<PipelineScheduleKind> parsePipelineScheduleName(llvm::StringRef);
 struct PipelinePlan {
   unsigned MicroBatches = 1;
   PipelineScheduleKind Schedule = PipelineScheduleKind::OneFOneB;
+  /// Each stage keeps only what it reads from other stages (and the graph
+  /// inputs) for a micro-batch's backward, and recomputes its forward
+  /// first (annotation `recompute`).
+  bool Recompute = false;
 };
 
 /// The plan \p G records (annotations `microbatches` and `schedule`), or

@@ -272,6 +272,11 @@ private:
   /// Gives every tensor its home and counts the uses that keep each copy
   /// alive.
   void placeTensors();
+  /// With recomputation, for forward result \p T: adds it to its home's
+  /// recomputed bytes when a backward instance there reads it
+  /// (\p Recomputed), and stashes the copies that other devices' forward
+  /// instances read.
+  void stashAndCount(uint32_t T, bool Recomputed);
   /// Allocates what is there before the step, and starts the source ops.
   void startStep(SimResult &R);
   /// The transfer \p Key (tensor id * devices + destination) ended.
@@ -342,8 +347,43 @@ private:
   };
   std::vector<std::vector<ReadyEntry>> ReadyHeap;
   uint32_t Arrivals = 0;
-  /// Sets TaskPos and PosLeft for the placement.
+  /// Sets TaskPos and PosLeft for the placement (and, with
+  /// recomputation, the per-device figures below).
   void orderTasks();
+  /// With a plan that recomputes (PipelinePlan::Recompute), per device:
+  /// the seconds of one micro-batch's forward instances on it, the bytes
+  /// of the results of those that its own backward instances read (what
+  /// a recomputation holds), and per (device, position) whether the
+  /// backward task there has started its recomputation (1) or finished
+  /// (2). Stash lists, per (device, micro-batch), the copies of other
+  /// devices' forward results that its forward instances read, kept
+  /// until that micro-batch's backward there is done. Extra is the
+  /// recomputation added to the op running on a device.
+  bool Recompute = false;
+  std::vector<double> RecomputeTime, Extra;
+  std::vector<uint64_t> RecomputeBytes;
+  std::vector<uint8_t> RecomputeState, HasBackward;
+  std::vector<uint32_t> PosTask;
+  std::vector<std::vector<uint32_t>> Stash;
+  /// Whether instance \p Op is a forward (or loss) one, or a backward one.
+  bool isForwardInstance(uint32_t Op) const {
+    return G.InstTask[Op] < G.Plan->MicroBatches;
+  }
+  bool isBackwardInstance(uint32_t Op) const {
+    return G.InstTask[Op] >= G.Plan->MicroBatches &&
+           G.InstTask[Op] < 2 * G.Plan->MicroBatches;
+  }
+  /// With recomputation: whether backward instance \p Reader reading \p T
+  /// reads a recomputed copy (T is a forward result of its own device), so
+  /// that T itself need not stay for it.
+  bool readsRecomputed(uint32_t T, uint32_t Reader) const {
+    uint32_t P = G.TensorProducer[T];
+    return Recompute && P != ~0u && isForwardInstance(P) &&
+           isBackwardInstance(Reader) && Place[P] == Place[Reader];
+  }
+  /// The backward task at \p Dev's position \p Pos is done: its
+  /// recomputed activations and its micro-batch's stash go.
+  void finishRecomputedTask(unsigned Dev, uint32_t Pos, SimResult &R);
   std::vector<uint32_t> DevFirst, StageOf;
   /// Nothing is in flight but instances wait on schedules that wait on
   /// each other: every idle device starts its first ready instance.

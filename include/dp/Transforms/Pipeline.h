@@ -32,6 +32,8 @@ namespace dp {
 struct PipelineOptions {
   int64_t MicroBatches = 1;
   PipelineScheduleKind Schedule = PipelineScheduleKind::OneFOneB;
+  /// Activation recomputation per stage (annotation `recompute`).
+  bool Recompute = false;
   /// Handed to import-onnx{batch-axis=} by the pass builder.
   std::vector<std::pair<std::string, int64_t>> BatchAxes;
 };
