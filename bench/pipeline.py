@@ -314,8 +314,12 @@ def main():
             w.writerow({k: r.get(k, "") for k in FIELDS})
     if not args.no_docs:
         with open(CSV) as f:
-            write_docs(list(csv.DictReader(f)),
-                       "bench/pipeline.py " + " ".join(sys.argv[1:]))
+            command = " ".join(["bench/pipeline.py"] + sys.argv[1:])
+            if set(ran) != set(MODELS) | {x[0] for x in LLAMA}:
+                command += ("`, which reran %s; the other rows are from "
+                            "earlier runs of `bench/pipeline.py"
+                            % ", ".join(sorted(ran)))
+            write_docs(list(csv.DictReader(f)), command)
 
 
 if __name__ == "__main__":
