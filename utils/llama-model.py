@@ -415,6 +415,10 @@ def main():
                         help="batch size B of input_ids [B, S] (default 1)")
     parser.add_argument("--seq", type=int,
                         help="sequence length S (default 2048; 16 for tiny)")
+    parser.add_argument("--layers", type=int,
+                        help="decoder layers (default the size's: 32 for "
+                        "7b, ...); more make graphs of any size, such as "
+                        "the 100k-op training steps placers are timed on")
     parser.add_argument("--dtype", choices=list(DTYPES),
                         help="weight and activation type (default f16; f32 "
                         "for tiny)")
@@ -423,7 +427,11 @@ def main():
                         "external data in <stem>.weights, which is not "
                         "written")
     args = parser.parse_args()
-    c = SIZES[args.size]
+    c = dict(SIZES[args.size])
+    if args.layers is not None:
+        if args.layers < 1:
+            parser.error("--layers must be positive")
+        c["layers"] = args.layers
     seq = args.seq if args.seq is not None else c["seq"]
     dtype = args.dtype or c["dtype"]
     if args.batch < 1 or seq < 1:

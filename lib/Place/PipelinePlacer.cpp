@@ -34,11 +34,15 @@
 #include "llvm/ADT/StringExtras.h"
 
 #include <algorithm>
+#include <chrono>
 #include <limits>
 
 using namespace llvm;
 
 namespace dp {
+
+/// The search's default time budget (seconds=).
+static constexpr double DefaultSeconds = 30;
 
 static constexpr StringLiteral Algo = "pipeline";
 
@@ -63,6 +67,9 @@ public:
   std::vector<unsigned> cut(unsigned Stages) const;
   /// The unit placement of \p Cuts.
   std::vector<uint32_t> place(ArrayRef<unsigned> Cuts) const;
+  /// The pipelined step \p Cuts would take by the estimate the cuts
+  /// minimize: the slowest stage's time per micro-batch times M + p - 1.
+  double estimate(ArrayRef<unsigned> Cuts) const;
 
 private:
   /// Whether the units fit in \p Stages stages of at most \p Limit each;
@@ -284,6 +291,18 @@ std::vector<unsigned> StageCutter::cut(unsigned Stages) const {
   return Best;
 }
 
+double StageCutter::estimate(ArrayRef<unsigned> Cuts) const {
+  unsigned Stages = Cuts.size() - 1;
+  double Slowest = 0;
+  for (unsigned K = 0; K != Stages; ++K) {
+    double Load = 0;
+    for (unsigned I = Cuts[K]; I != Cuts[K + 1]; ++I)
+      Load += weight(I, K);
+    Slowest = std::max(Slowest, Load);
+  }
+  return Slowest * ((Plan ? Plan->MicroBatches : 1) + Stages - 1);
+}
+
 std::vector<uint32_t> StageCutter::place(ArrayRef<unsigned> Cuts) const {
   std::vector<uint32_t> Placement(P.getNumUnits(), Devs[0]);
   for (unsigned K = 0; K + 1 < Cuts.size(); ++K)
@@ -294,13 +313,14 @@ std::vector<uint32_t> StageCutter::place(ArrayRef<unsigned> Cuts) const {
 
 /// Moves each cut of \p Cuts earlier or later by a step, halving the step
 /// from an eighth of a stage to one unit, while the pipelined simulator
-/// finds a faster step that fits (at most 400 simulations).
+/// finds a faster step that fits: at most \p Budget simulations, and none
+/// once \p OutOfTime says the time is up.
 static void refineCuts(const PlacementProblem &P, const StageCutter &Cutter,
-                       std::vector<unsigned> &Cuts, double &Step) {
+                       std::vector<unsigned> &Cuts, double &Step,
+                       uint64_t Budget, function_ref<bool()> OutOfTime) {
   unsigned Stages = Cuts.size() - 1, N = Cuts.back();
   if (Stages < 2)
     return;
-  unsigned Budget = 400;
   for (unsigned Delta = std::max(1u, N / Stages / 8); Delta && Budget;
        Delta /= 2) {
     bool Improved = true;
@@ -313,6 +333,10 @@ static void refineCuts(const PlacementProblem &P, const StageCutter &Cutter,
           if (Moved <= long(Cuts[K - 1]) || Moved >= long(Cuts[K + 1]) ||
               !Budget)
             continue;
+          if (OutOfTime()) {
+            Budget = 0;
+            continue;
+          }
           std::vector<unsigned> Trial = Cuts;
           Trial[K] = unsigned(Moved);
           --Budget;
@@ -368,6 +392,18 @@ Expected<std::vector<uint32_t>> placePipelineStages(const PlacementProblem &P,
     return std::vector<uint32_t>();
   MaxStages = std::min(MaxStages, NumUnits);
 
+  // The search's budget: seconds= (default DefaultSeconds) bounds its
+  // simulations by time, half of it for the candidates below, and evals=
+  // (default 400) the refinement's by count. Graphs whose simulations take
+  // milliseconds never reach the time budget, and place alike every run.
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point Began = Clock::now();
+  double Seconds = Opts.Seconds > 0 ? Opts.Seconds : DefaultSeconds;
+  auto Spent = [&](double Share) {
+    return std::chrono::duration<double>(Clock::now() - Began).count() >
+           Share * Seconds;
+  };
+  auto OutOfTime = [&] { return Spent(1); };
   StageCutter Cutter(P, Devs, Balance);
   // The stage counts tried: with balance=time every count up to 16, then
   // powers of two, and the most; the baselines use every device.
@@ -399,9 +435,18 @@ Expected<std::vector<uint32_t>> placePipelineStages(const PlacementProblem &P,
       BestFits = Fits;
     }
   };
+  // The simulator scores the counts' cuts best estimate first, the first
+  // always, the others while half the time budget is left.
+  std::vector<std::pair<double, std::vector<unsigned>>> Candidates;
   for (unsigned K : Counts)
     if (std::vector<unsigned> Cuts = Cutter.cut(K); !Cuts.empty())
-      Score(Cuts);
+      Candidates.emplace_back(Cutter.estimate(Cuts), std::move(Cuts));
+  llvm::stable_sort(Candidates, [](const auto &A, const auto &B) {
+    return A.first < B.first;
+  });
+  for (const auto &Candidate : Candidates)
+    if (BestCuts.empty() || !Spent(0.5))
+      Score(Candidate.second);
   if (Balance == BalanceKind::Time) {
     // The baselines' cuts are candidates too: the estimate above ignores
     // how the stages' transfers and the schedule interleave, which the
@@ -409,10 +454,11 @@ Expected<std::vector<uint32_t>> placePipelineStages(const PlacementProblem &P,
     for (BalanceKind Other : {BalanceKind::Layers, BalanceKind::Parameters})
       if (std::vector<unsigned> Cuts =
               StageCutter(P, Devs, Other).cut(MaxStages);
-          !Cuts.empty())
+          !Cuts.empty() && (BestCuts.empty() || !Spent(0.5)))
         Score(Cuts);
     if (!BestCuts.empty() && BestFits)
-      refineCuts(P, Cutter, BestCuts, BestStep);
+      refineCuts(P, Cutter, BestCuts, BestStep,
+                 Opts.Evaluations ? Opts.Evaluations : 400, OutOfTime);
   }
   std::vector<uint32_t> Best;
   if (!BestCuts.empty())

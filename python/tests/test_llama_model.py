@@ -154,3 +154,30 @@ def test_dp_opt_training_step(models):
     updated = re.findall(r"%(\S+)/updated :", summary)
     assert len(updated) == 21
     assert all(n.endswith((".weight", ".MatMul.B")) for n in updated)
+
+
+def test_layers_option(tmp_path):
+    """--layers N writes N decoder layers: the parameters follow the
+    formula at N, every layer adds the same nodes, and --layers 0 is an
+    error."""
+    nodes = {}
+    for layers in (1, 2, 5):
+        path = str(tmp_path / ("l%d.onnx" % layers))
+        proc = subprocess.run([sys.executable, SCRIPT, "--size", "tiny",
+                               "--layers", str(layers), "--out", path],
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        assert re.search(r": %d parameters " % _formula(64, layers, 4, 4,
+                                                         128, 128),
+                         proc.stdout), proc.stdout
+        nodes[layers] = len(onnx.load(path, load_external_data=False)
+                            .graph.node)
+    per_layer = nodes[2] - nodes[1]
+    assert per_layer > 0 and nodes[5] - nodes[2] == 3 * per_layer
+    proc = subprocess.run([sys.executable, SCRIPT, "--size", "tiny",
+                           "--layers", "0", "--out",
+                           str(tmp_path / "none.onnx")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0
+    assert "--layers must be positive" in proc.stderr
+    assert not os.path.exists(str(tmp_path / "none.onnx"))
