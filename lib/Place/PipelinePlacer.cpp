@@ -29,6 +29,7 @@
 #include "dp/Place/Placer.h"
 #include "dp/Support/Diagnostics.h"
 #include "dp/Support/EnumNames.h"
+#include "dp/Support/Format.h"
 
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringExtras.h"
@@ -70,6 +71,10 @@ public:
   /// The pipelined step \p Cuts would take by the estimate the cuts
   /// minimize: the slowest stage's time per micro-batch times M + p - 1.
   double estimate(ArrayRef<unsigned> Cuts) const;
+  /// Why no cut fits, from the simulation of \p Cuts: the device over its
+  /// memory by the most, what it holds all step (weights, gradients,
+  /// optimizer state) and in flight, and what would help.
+  Error noFit(ArrayRef<unsigned> Cuts) const;
 
 private:
   /// Whether the units fit in \p Stages stages of at most \p Limit each;
@@ -303,6 +308,47 @@ double StageCutter::estimate(ArrayRef<unsigned> Cuts) const {
   return Slowest * ((Plan ? Plan->MicroBatches : 1) + Stages - 1);
 }
 
+Error StageCutter::noFit(ArrayRef<unsigned> Cuts) const {
+  const Cluster &C = P.getCluster();
+  const SimResult &R = P.simulate(place(Cuts));
+  unsigned Stages = Cuts.size() - 1, Worst = 0;
+  uint64_t WorstOver = 0;
+  for (unsigned K = 0; K != Stages; ++K) {
+    uint64_t Cap = P.getDeviceCapacity(Devs[K]);
+    uint64_t Peak = R.PeakBytes[Devs[K]];
+    if (Peak > Cap && Peak - Cap >= WorstOver) {
+      WorstOver = Peak - Cap;
+      Worst = K;
+    }
+  }
+  uint64_t Held = 0;
+  for (unsigned I = Cuts[Worst]; I != Cuts[Worst + 1]; ++I)
+    Held += Resident[I];
+  unsigned Dev = Devs[Worst];
+  uint64_t Peak = R.PeakBytes[Dev];
+  std::string Hints;
+  if (Plan && !Plan->Recompute)
+    Hints += "pipeline{recompute=true} keeps only each stage's inputs per "
+             "micro-batch; ";
+  if (Plan && Plan->Schedule == PipelineScheduleKind::GPipe)
+    Hints += "schedule=1f1b holds p - s micro-batches in flight at stage s "
+             "of p, GPipe all of them; ";
+  if (Stages < Devs.size() || !Plan)
+    Hints += "more stages spread the weights; ";
+  Hints += "a cluster with more or larger devices";
+  return makeError(
+      "place{algo=pipeline}: no cut into stages fits: the best found (" +
+      Twine(Stages) + " stage" + (Stages == 1 ? "" : "s") + ") needs " +
+      formatBytes(Peak) + " on " + C.getDevices()[Dev].Name + " (stage " +
+      Twine(Worst) + ", " + formatBytes(P.getDeviceCapacity(Dev)) +
+      "): " + formatBytes(std::min(Held, Peak)) +
+      " of weights, gradients and optimizer state held all step, the rest "
+      "activations of " +
+      Twine(inFlight(Worst, Stages)) + " micro-batch" +
+      (inFlight(Worst, Stages) == 1 ? "" : "es") +
+      " in flight and transfers; " + Hints);
+}
+
 std::vector<uint32_t> StageCutter::place(ArrayRef<unsigned> Cuts) const {
   std::vector<uint32_t> Placement(P.getNumUnits(), Devs[0]);
   for (unsigned K = 0; K + 1 < Cuts.size(); ++K)
@@ -460,20 +506,18 @@ Expected<std::vector<uint32_t>> placePipelineStages(const PlacementProblem &P,
       refineCuts(P, Cutter, BestCuts, BestStep,
                  Opts.Evaluations ? Opts.Evaluations : 400, OutOfTime);
   }
-  std::vector<uint32_t> Best;
-  if (!BestCuts.empty())
-    Best = Cutter.place(BestCuts);
-  if (Best.empty()) {
+  if (BestCuts.empty()) {
     // No stage count held the memory by the estimate: the simulator's
-    // account of the most stages says where it overflows.
+    // account of an even cut over the most stages says where it
+    // overflows.
     std::vector<unsigned> Even;
     for (unsigned K = 0; K <= MaxStages; ++K)
       Even.push_back(unsigned(uint64_t(K) * NumUnits / MaxStages));
-    Best = Cutter.place(Even);
-    return makeNoFitErrorFromSim(P, Algo, Best, P.simulate(Best));
+    return Cutter.noFit(Even);
   }
   if (!BestFits)
-    return makeNoFitErrorFromSim(P, Algo, Best, P.simulate(Best));
+    return Cutter.noFit(BestCuts);
+  std::vector<uint32_t> Best = Cutter.place(BestCuts);
   return std::move(Best);
 }
 
