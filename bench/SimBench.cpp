@@ -122,7 +122,7 @@ Problem &problem() {
   return *P;
 }
 
-void setRates(benchmark::State &State, double Ops = problem().G.getNumOps()) {
+void setRates(benchmark::State &State, double Ops) {
   State.counters["ops/s"] =
       benchmark::Counter(Ops, benchmark::Counter::kIsIterationInvariantRate);
   State.counters["placements/s"] = benchmark::Counter(
@@ -137,50 +137,40 @@ void BM_SimGraphBuild(benchmark::State &State) {
   }
 }
 
-void BM_SimulateSingle(benchmark::State &State) {
-  Problem &P = problem();
-  Simulator Sim(*P.SG);
+/// Simulates \p Placements of \p SG in turn, counting \p Ops per run.
+void simulateEach(benchmark::State &State, const SimGraph &SG,
+                  llvm::ArrayRef<std::vector<uint32_t>> Placements,
+                  double Ops) {
+  Simulator Sim(SG);
   SimResult R;
-  std::vector<uint32_t> Placement(P.G.getNumOps(), 0);
+  size_t I = 0;
   for (auto _ : State) {
-    Sim.run(Placement, R);
+    Sim.run(Placements[I++ % Placements.size()], R);
     benchmark::DoNotOptimize(R.StepTime);
   }
-  setRates(State);
+  setRates(State, Ops);
+}
+
+void BM_SimulateSingle(benchmark::State &State) {
+  Problem &P = problem();
+  std::vector<uint32_t> Placement(P.G.getNumOps(), 0);
+  simulateEach(State, *P.SG, Placement, P.G.getNumOps());
 }
 
 void BM_SimulateStages(benchmark::State &State) {
   Problem &P = problem();
-  Simulator Sim(*P.SG);
-  SimResult R;
-  for (auto _ : State) {
-    Sim.run(P.Stages, R);
-    benchmark::DoNotOptimize(R.StepTime);
-  }
-  setRates(State);
+  simulateEach(State, *P.SG, P.Stages, P.G.getNumOps());
 }
 
 void BM_SimulateRandom(benchmark::State &State) {
   Problem &P = problem();
-  Simulator Sim(*P.SG);
-  SimResult R;
-  size_t I = 0;
-  for (auto _ : State) {
-    Sim.run(P.Random[I++ % P.Random.size()], R);
-    benchmark::DoNotOptimize(R.StepTime);
-  }
-  setRates(State);
+  simulateEach(State, *P.SG, P.Random, P.G.getNumOps());
 }
 
 void BM_SimulatePipeline(benchmark::State &State) {
   Problem &P = problem();
-  Simulator Sim(*P.PipelinedSG);
-  SimResult R;
-  for (auto _ : State) {
-    Sim.run(P.PipelinedStages, R);
-    benchmark::DoNotOptimize(R.StepTime);
-  }
-  setRates(State, P.PipelinedSG->getNumOps());
+  simulateEach(State, *P.PipelinedSG, P.PipelinedStages,
+               P.PipelinedSG->getNumOps());
 }
 
 /// Prints the usual table, then simulated ops/s against the target.

@@ -21,7 +21,10 @@ docs/results.md: per model, the best non-pipelined step, each pipelined
 placement's step, bubble and per-stage peak memory, the speed-up over the
 best non-pipelined placement, and the seconds each placement took (the
 place pass's). The LLaMA-shaped 7B at 8 x 512 tokens also runs its
-pipelines with activation recomputation (pipeline{recompute=true}).
+pipelines with activation recomputation (pipeline{recompute=true}). A
+one-stage 1F1B row on gpu:0 per model gives one micro-batch's work W, and
+with it the most a chain of p stages could gain at M micro-batches: it
+needs at least (M + p - 1) W / p.
 --tables rebuilds the section from the CSV alone.
 """
 
@@ -192,7 +195,7 @@ def write_docs(rows, command):
                              float(r["place_s"])))
         lines.append("")
     # The figures the issue asks for, from the rows above.
-    fast, slow, beats, large = [], [], [], []
+    fast, slow, beats, large, chain = [], [], [], [], []
     for model in MODELS + [x[0] for x in LLAMA]:
         mr = [r for r in rows if r["model"] == model]
         flat = [float(r["step_s"]) for r in mr
@@ -207,6 +210,18 @@ def write_docs(rows, command):
             continue
         if not flat or not piped:
             continue
+        # A chain of p stages, one device each, runs M micro-batches in at
+        # least (M + p - 1) W / p, W one micro-batch's work (GPipe's
+        # fill and drain; 1F1B's too): with W from the single row, the most
+        # any chain pipeline could gain over the best flat step.
+        one = [r for r in piped if r["placer"] == "single" and
+               r["options"] == "device=gpu:0"]
+        if one and model in MODELS:
+            mb = int(one[0]["microbatches"])
+            work = float(one[0]["step_s"]) / mb
+            devices = 4
+            bound = min(work * (mb + p - 1) / p for p in range(1, devices + 1))
+            chain.append("%s %.2fx" % (model, min(flat) / bound))
         ratio = min(flat) / min(float(r["step_s"]) for r in piped)
         if model not in MODELS:
             large.append("%s %.2fx" % (model, ratio))
@@ -223,11 +238,16 @@ def write_docs(rows, command):
     fast = [x for x in fast if x]
     lines.append("Best pipelined against best flat: at least 2x on %d of the "
                  "six models (%s); slower on %d (%s); the LLaMA-shaped "
-                 "decoders: %s. place{algo=pipeline} "
+                 "decoders: %s. The most a chain of stages (one device "
+                 "each, at most the four GPUs) could gain at M = 8, best "
+                 "flat over (M + p - 1) W / p with W the micro-batch "
+                 "step's work on one GPU (the single row over M), transfers "
+                 "free: %s. place{algo=pipeline} "
                  "against the better of the two DeepSpeed baselines, same "
                  "plan: %s." % (
                      len(fast), ", ".join(fast) or "none", len(slow),
                      ", ".join(slow) or "none", ", ".join(large) or "none",
+                     ", ".join(chain) or "none",
                      ", ".join("%s %s %+.1f %%" % (m, s, 100 * g)
                                for m, s, g in beats)))
     replace_section("bench pipeline", "\n".join(lines))
@@ -262,6 +282,11 @@ def main():
                 sys.exit("bench/pipeline.py: unknown model '%s'" % model)
             ran.add(model)
             cases = [(0, "", p, "") for p in FLAT]
+            # Every micro-batch on one GPU (1F1B: one micro-batch's
+            # activations at a time, as a one-stage pipeline holds them): M
+            # times the micro-batch step's work, for the chain bound below.
+            cases.append((args.microbatches, "1f1b", "single",
+                          "device=gpu:0"))
             for sched in ("gpipe", "1f1b"):
                 cases += [(args.microbatches, sched, p, o)
                           for p, o in PIPELINED]

@@ -13,7 +13,8 @@ import pytest
 import torch
 import torchvision
 
-from conftest import (dp_opt, export, max_rel_err, run_runtime)
+from conftest import (dp_opt, export, max_rel_err, randomize_batchnorm,
+                      run_runtime)
 
 import dp_torch
 
@@ -28,12 +29,7 @@ def _model(name):
         m = torchvision.models.mobilenet_v2(weights=None, num_classes=10)
     else:
         m = torchvision.models.squeezenet1_1(weights=None, num_classes=10)
-    with torch.no_grad():
-        for mod in m.modules():
-            if isinstance(mod, torch.nn.BatchNorm2d):
-                mod.running_mean.normal_(0, 0.1)
-                mod.running_var.uniform_(0.5, 1.5)
-    return m.eval()
+    return randomize_batchnorm(m)
 
 
 def _place(tmp, cluster, algo, train=False):

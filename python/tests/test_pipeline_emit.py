@@ -17,7 +17,8 @@ import pytest
 import torch
 import torchvision
 
-from conftest import dp_opt, export, max_rel_err, run_runtime
+from conftest import (dp_opt, export, max_rel_err, randomize_batchnorm,
+                      run_runtime)
 
 import dp_torch
 
@@ -29,12 +30,7 @@ MICRO = 2
 def _resnet18():
     torch.manual_seed(0)
     m = torchvision.models.resnet18(weights=None, num_classes=10)
-    with torch.no_grad():
-        for mod in m.modules():
-            if isinstance(mod, torch.nn.BatchNorm2d):
-                mod.running_mean.normal_(0, 0.1)
-                mod.running_var.uniform_(0.5, 1.5)
-    return m.eval(), torch.randn(BATCH, 3, 32, 32)
+    return randomize_batchnorm(m), torch.randn(BATCH, 3, 32, 32)
 
 
 def _encoder():
