@@ -241,8 +241,11 @@ static Error forwardMicroBatches(std::vector<PipelineElement> &Elements) {
                            "import-onnx and pipeline{} gives it)");
         continue;
       }
+      // An axis the import already names, as a printed pipeline does, is
+      // not given twice: forwarding is idempotent.
       for (const auto &KV : Elements[P].Options)
-        if (KV.first == "microbatches" || KV.first == "batch-axis")
+        if ((KV.first == "microbatches" || KV.first == "batch-axis") &&
+            !is_contained(Import.Options, KV))
           Import.Options.push_back(KV);
     }
   }

@@ -45,8 +45,6 @@ namespace dp {
 /// The search's default time budget (seconds=).
 static constexpr double DefaultSeconds = 30;
 
-static constexpr StringLiteral Algo = "pipeline";
-
 namespace {
 
 enum class BalanceKind { Time, Layers, Parameters };
