@@ -113,14 +113,8 @@ PlacedStep PlacedStep::build(const Graph &G, const StepSimulation &Sim) {
         Seen[O] = true;
         S.OpSpans[O] = S.Result.Ops[I];
       }
-    std::vector<OpId> First(Sim.C->getNumDevices(), NoId);
-    for (OpId O = N; O-- > 0;)
-      First[S.Placement[O]] = O;
-    for (unsigned Dev = 0, E = First.size(); Dev != E; ++Dev)
-      if (First[Dev] != NoId)
-        S.Stages.push_back(Dev);
-    llvm::stable_sort(
-        S.Stages, [&](unsigned A, unsigned B) { return First[A] < First[B]; });
+    std::vector<uint32_t> First;
+    computeStageDevices(S.Placement, Sim.C->getNumDevices(), First, S.Stages);
   } else {
     S.OpSpans = S.Result.Ops;
   }

@@ -359,7 +359,9 @@ void writePipelinePlan(json::OStream &J, const PlacedStep &S,
               if (Backward && !Schedule.Training)
                 continue;
               J.array([&] {
-                J.value(Backward ? "backward" : "forward");
+                J.value(getScheduleItemKindName(
+                    Backward ? ScheduleItemKind::Backward
+                             : ScheduleItemKind::Forward));
                 J.value(int64_t(Backward ? Task - M : Task));
               });
             }

@@ -71,6 +71,22 @@ std::vector<unsigned> getStageTaskOrder(const PipelinePlan &Plan,
   return Order;
 }
 
+void computeStageDevices(ArrayRef<uint32_t> Placement, unsigned NumDevices,
+                         std::vector<uint32_t> &First,
+                         std::vector<unsigned> &Stages) {
+  constexpr uint32_t None = ~0u;
+  First.assign(NumDevices, None);
+  for (uint32_t O = Placement.size(); O-- > 0;)
+    First[Placement[O]] = O;
+  Stages.clear();
+  for (unsigned Dev = 0; Dev != NumDevices; ++Dev)
+    if (First[Dev] != None)
+      Stages.push_back(Dev);
+  // First ops differ: no two devices tie.
+  std::sort(Stages.begin(), Stages.end(),
+            [&](unsigned A, unsigned B) { return First[A] < First[B]; });
+}
+
 void addBatchAxisOption(OptionTable &T,
                         std::vector<std::pair<std::string, int64_t>> &Axes) {
   addNamedOption<int64_t>(

@@ -642,15 +642,7 @@ uint32_t Simulator::takeNext(unsigned Dev, bool AnyTask) {
 void Simulator::orderTasks() {
   unsigned D = G.NumDevices;
   // Stages: the devices with instances, in the order of their first op.
-  DevFirst.assign(D, None);
-  for (uint32_t Op = 0; Op != G.NumOps; ++Op)
-    DevFirst[Place[Op]] = std::min(DevFirst[Place[Op]], G.BaseOp[Op]);
-  StageOf.clear();
-  for (unsigned Dev = 0; Dev != D; ++Dev)
-    if (DevFirst[Dev] != None)
-      StageOf.push_back(Dev);
-  std::sort(StageOf.begin(), StageOf.end(),
-            [&](unsigned A, unsigned B) { return DevFirst[A] < DevFirst[B]; });
+  computeStageDevices(GraphPlace, D, DevFirst, StageOf);
   unsigned Stages = StageOf.size();
   for (unsigned S = 0; S != Stages; ++S) {
     unsigned Dev = StageOf[S];
@@ -796,7 +788,7 @@ void Simulator::placeTensors() {
     for (unsigned I = Begin; I != End; ++I) {
       uint32_t Reader = G.Consumers[I];
       unsigned Dev = Place[Reader];
-      if (Recompute && readsRecomputed(T, Reader)) {
+      if (readsRecomputed(T, Reader)) {
         Recomputed = true;
         continue;
       }
@@ -881,7 +873,7 @@ void Simulator::finishOp(uint32_t Op, unsigned Dev, double Now, SimResult &R) {
   }
   for (unsigned I = G.OpInputsBegin[Op]; I != G.OpInputsBegin[Op + 1]; ++I) {
     uint32_t T = G.OpInputs[I];
-    if (Recompute && readsRecomputed(T, Op))
+    if (readsRecomputed(T, Op))
       continue;
     if (--Uses[size_t(T) * D + Dev] == 0)
       release(T, Dev, R);
@@ -923,7 +915,7 @@ bool Simulator::startOutOfOrder(SimResult &R) {
 void Simulator::run(ArrayRef<uint32_t> Placement, SimResult &R,
                     bool RecordTimeline) {
   assert(Placement.size() == G.NumPlacedOps && "one device per graph op");
-  Place = Placement;
+  Place = GraphPlace = Placement;
   if (!G.BaseOp.empty()) {
     for (uint32_t Op = 0; Op != G.NumOps; ++Op)
       InstPlace[Op] = Placement[G.BaseOp[Op]];

@@ -73,6 +73,14 @@ unsigned getStageTaskPosition(const PipelinePlan &Plan, unsigned Stage,
 std::vector<unsigned> getStageTaskOrder(const PipelinePlan &Plan,
                                         unsigned Stage, unsigned Stages);
 
+/// The stages of a placement under a plan, in \p Stages: the devices that
+/// run ops, in the order of their first op (\p Placement gives each op of
+/// the graph its device, of \p NumDevices). \p First is scratch, one entry
+/// per device. The simulator and emit both order stages so.
+void computeStageDevices(llvm::ArrayRef<uint32_t> Placement,
+                         unsigned NumDevices, std::vector<uint32_t> &First,
+                         std::vector<unsigned> &Stages);
+
 /// Declares the repeatable option batch-axis=NAME:AXIS (the batch axis of
 /// graph input NAME) of import-onnx and pipeline, kept in \p Axes.
 void addBatchAxisOption(OptionTable &T,

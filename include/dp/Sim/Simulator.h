@@ -305,7 +305,9 @@ private:
 
   const SimGraph &G;
   const Cluster &C;
-  llvm::ArrayRef<uint32_t> Place;
+  /// The device of each instance (of each op without a plan), and of each
+  /// op of the graph.
+  llvm::ArrayRef<uint32_t> Place, GraphPlace;
   bool Record = false;
   /// A binary min-heap of pending events.
   std::vector<Event> Heap;
@@ -384,7 +386,8 @@ private:
   /// The backward task at \p Dev's position \p Pos is done: its
   /// recomputed activations and its micro-batch's stash go.
   void finishRecomputedTask(unsigned Dev, uint32_t Pos, SimResult &R);
-  std::vector<uint32_t> DevFirst, StageOf;
+  std::vector<uint32_t> DevFirst;
+  std::vector<unsigned> StageOf;
   /// Nothing is in flight but instances wait on schedules that wait on
   /// each other: every idle device starts its first ready instance.
   /// Whether one did.
