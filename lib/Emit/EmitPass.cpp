@@ -325,6 +325,8 @@ public:
         Dot(std::move(Dot)) {
     if (const PlacementSearch *Search = Ctx.Analyses.get<PlacementSearch>())
       S.Search = *Search;
+    if (const PlanSearch *Plans = Ctx.Analyses.get<PlanSearch>())
+      S.Plans = *Plans;
     StringRef Input =
         Opts.Model.empty() ? Ctx.Input.getBufferIdentifier() : Opts.Model;
     if (isFileName(Input))

@@ -99,7 +99,8 @@ void writePlacementJSON(raw_ostream &OS, const PlacedStep &S) {
     });
     J.attributeBegin("summary");
     writeSummary(J, G, C, S.Result, S.Bounds,
-                 S.Search ? S.Search.getPointer() : nullptr);
+                 S.Search ? S.Search.getPointer() : nullptr,
+                 S.Plans ? S.Plans.getPointer() : nullptr);
     J.attributeEnd();
   });
   OS << '\n';

@@ -24,6 +24,8 @@ namespace dp {
 
 void writeReport(raw_ostream &OS, const PlacedStep &S) {
   printSimulationReport(OS, *S.G, *S.C, S.Result, S.Bounds, &S.Baseline);
+  if (S.Plans)
+    printPlanSearch(OS, *S.Plans);
   if (S.Warnings.empty())
     return;
   OS << "  warnings:\n";

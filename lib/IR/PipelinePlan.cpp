@@ -36,7 +36,8 @@ Optional<PipelineScheduleKind> parsePipelineScheduleName(StringRef Name) {
 Optional<PipelinePlan> getPipelinePlan(const Graph &G) {
   Optional<int64_t> M = ann::get(G, ann::MicroBatches);
   Optional<StringRef> Name = ann::get(G, ann::Schedule);
-  if (!Name && (!M || *M <= 1))
+  int64_t R = ann::get(G, ann::Replicas).getValueOr(1);
+  if (!Name && (!M || *M <= 1) && R <= 1)
     return None;
   PipelinePlan P;
   P.MicroBatches = M && *M > 1 ? unsigned(*M) : 1;
@@ -45,6 +46,12 @@ Optional<PipelinePlan> getPipelinePlan(const Graph &G) {
     if (Optional<PipelineScheduleKind> K = parsePipelineScheduleName(*Name))
       P.Schedule = *K;
   P.Recompute = ann::get(G, ann::Recompute).getValueOr(0) != 0;
+  P.Replicas = R > 1 ? unsigned(R) : 1;
+  int64_t Stride = ann::get(G, ann::ReplicaStride).getValueOr(0);
+  P.ReplicaStride = Stride > 0 ? unsigned(Stride) : 0;
+  int64_t Bucket = ann::get(G, ann::BucketBytes).getValueOr(0);
+  if (Bucket > 0)
+    P.BucketBytes = uint64_t(Bucket);
   return P;
 }
 

@@ -37,6 +37,8 @@ Error ImportONNXPass::run(Graph &G, PassContext &Ctx) {
   G = std::move(*Imported);
   if (Opts.MicroBatches > 1)
     ann::set(G, ann::MicroBatches, Opts.MicroBatches);
+  if (Opts.Replicas > 1)
+    ann::set(G, ann::Replicas, Opts.Replicas);
   return Error::success();
 }
 
@@ -122,6 +124,21 @@ OptionTable ImportONNXPass::describeOptions(ImportOptions &O) {
       [&O] {
         return O.MicroBatches > 1
                    ? std::vector<std::string>{std::to_string(O.MicroBatches)}
+                   : std::vector<std::string>{};
+      });
+  T.custom(
+      "replicas", "R",
+      [&O](StringRef Value) -> Error {
+        Optional<int64_t> N = parsePositive(Value);
+        if (!N)
+          return makeError("replicas must be a positive integer, not '" +
+                           Value + "'");
+        O.Replicas = *N;
+        return Error::success();
+      },
+      [&O] {
+        return O.Replicas > 1
+                   ? std::vector<std::string>{std::to_string(O.Replicas)}
                    : std::vector<std::string>{};
       });
   addBatchAxisOption(T, O.BatchAxes);

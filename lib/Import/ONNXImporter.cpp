@@ -826,8 +826,19 @@ void relaxShapeConstants(onnx::ModelProto &Model) {
 
 void ONNXImporter::splitBatch() {
   onnx::GraphProto &G = *Model->mutable_graph();
-  int64_t M = Opts.MicroBatches;
-  std::string Who = "import-onnx{microbatches=" + std::to_string(M) + "}";
+  // Each replica runs its share of the batch, micro-batch by micro-batch.
+  int64_t M = Opts.MicroBatches * Opts.Replicas;
+  std::string Who =
+      Opts.Replicas == 1
+          ? "import-onnx{microbatches=" + std::to_string(M) + "}"
+          : "import-onnx{microbatches=" + std::to_string(Opts.MicroBatches) +
+                ",replicas=" + std::to_string(Opts.Replicas) + "}";
+  std::string Parts = Opts.Replicas == 1
+                          ? std::to_string(M) + " micro-batches"
+                          : std::to_string(Opts.Replicas) + " replicas of " +
+                                std::to_string(Opts.MicroBatches) +
+                                " micro-batch" +
+                                (Opts.MicroBatches == 1 ? "" : "es");
   StringSet<> Named;
   for (onnx::ValueInfoProto &VI : *G.mutable_input()) {
     if (!isShapedDataInput(VI))
@@ -868,7 +879,7 @@ void ONNXImporter::splitBatch() {
       addError(makeTensorError(
           "", VI.name(),
           Who + ": its batch axis " + Twine(Axis) + " has " + Twine(B) +
-              ", which " + Twine(M) + " micro-batches do not divide" +
+              ", which " + Parts + " do not divide" +
               (Given ? ""
                      : " (batch-axis=" + VI.name() + ":N names another)")));
       continue;
@@ -939,7 +950,7 @@ Error ONNXImporter::applyOverrides() {
   // shape= is checked against the model's own dimensions, before batch=
   // and the named dimensions change them.
   DeclaredShapes OwnShapes = getOverriddenInputShapes();
-  if (Opts.Batch || Opts.MicroBatches > 1)
+  if (Opts.Batch || Opts.MicroBatches > 1 || Opts.Replicas > 1)
     relaxShapeConstants(*Model);
   applyDimOverrides();
   applyShapeOverrides(OwnShapes);

@@ -11,6 +11,7 @@
 #include "dp/IR/Summary.h"
 #include "dp/IR/Verifier.h"
 #include "dp/Import/ONNXImporter.h"
+#include "dp/Passes/PlanPass.h"
 #include "dp/Place/PlacePass.h"
 #include "dp/Sim/SimulatePass.h"
 #include "dp/Support/Diagnostics.h"
@@ -20,6 +21,8 @@
 #include "dp/Transforms/UnrollRNN.h"
 
 #include "llvm/ADT/StringExtras.h"
+
+#include <tuple>
 
 using namespace llvm;
 
@@ -210,8 +213,9 @@ static Error addPass(PassManager &PM, const PipelineElement &E) {
 }
 
 /// A pipeline plan needs the graph of one micro-batch: every import-onnx
-/// before a pipeline{} imports with its microbatches= and batch-axis=.
-/// An import-onnx given microbatches= itself must agree with the pipeline{}:
+/// before a pipeline{} imports with its microbatches=, replicas= and
+/// batch-axis=. An import-onnx given microbatches= or replicas= itself must
+/// agree with the pipeline{}:
 /// one that does not is an error here, before anything runs (and before a
 /// printed pipeline could drop the import's microbatches=1 as a default).
 static Error forwardMicroBatches(std::vector<PipelineElement> &Elements) {
@@ -227,27 +231,59 @@ static Error forwardMicroBatches(std::vector<PipelineElement> &Elements) {
       PipelineElement &Import = Elements[I];
       if (Import.Name != ImportONNXPass::name())
         continue;
-      if (any_of(Import.Options,
-                 [](const auto &KV) { return KV.first == "microbatches"; })) {
+      auto Has = [&](StringRef Key) {
+        return any_of(Import.Options,
+                      [&](const auto &KV) { return KV.first == Key; });
+      };
+      if (Has("microbatches") || Has("replicas")) {
         Expected<ImportOptions> Own =
             ImportONNXPass::parseOptions(Import.Options);
-        if (!Own) // Reported when the pass is built, under its own name.
+        if (!Own) { // Reported when the pass is built, under its own name.
           consumeError(Own.takeError());
-        else if (Own->MicroBatches != Opts->MicroBatches)
-          return makeError("import-onnx{microbatches=" +
-                           Twine(Own->MicroBatches) + "} before pipeline{" +
-                           "microbatches=" + Twine(Opts->MicroBatches) +
-                           "}: they must agree (leave microbatches= off "
-                           "import-onnx and pipeline{} gives it)");
-        continue;
+          continue;
+        }
+        for (auto [Key, Mine, Theirs] :
+             {std::make_tuple(StringRef("microbatches"), Own->MicroBatches,
+                              Opts->MicroBatches),
+              std::make_tuple(StringRef("replicas"), Own->Replicas,
+                              Opts->Replicas)})
+          if (Has(Key) && Mine != Theirs)
+            return makeError("import-onnx{" + Key + "=" + Twine(Mine) +
+                             "} before pipeline{" + Key + "=" + Twine(Theirs) +
+                             "}: they must agree (leave " + Key +
+                             "= off import-onnx and pipeline{} "
+                             "gives it)");
       }
-      // An axis the import already names, as a printed pipeline does, is
-      // not given twice: forwarding is idempotent.
+      // What the import gives already, as a printed pipeline does, is not
+      // given twice: forwarding is idempotent.
       for (const auto &KV : Elements[P].Options)
-        if ((KV.first == "microbatches" || KV.first == "batch-axis") &&
+        if ((KV.first == "batch-axis" ||
+             ((KV.first == "microbatches" || KV.first == "replicas") &&
+              !Has(KV.first))) &&
             !is_contained(Import.Options, KV))
           Import.Options.push_back(KV);
     }
+  }
+  return Error::success();
+}
+
+Error buildPassPipeline(PassManager &PM,
+                        std::vector<PipelineElement> Elements) {
+  if (Error E = forwardMicroBatches(Elements))
+    return E;
+  for (size_t I = 0; I != Elements.size(); ++I) {
+    const PipelineElement &E = Elements[I];
+    // plan runs the passes before it again, for each plan it weighs.
+    if (E.Name == PlanPass::name()) {
+      Expected<PlanOptions> Opts = PlanPass::parseOptions(E.Options);
+      if (!Opts)
+        return Opts.takeError();
+      Opts->Prefix.assign(Elements.begin(), Elements.begin() + I);
+      PM.addPass(PlanPass(std::move(*Opts)));
+      continue;
+    }
+    if (Error Err = addPass(PM, E))
+      return Err;
   }
   return Error::success();
 }
@@ -256,12 +292,7 @@ Error parsePassPipeline(PassManager &PM, StringRef Text) {
   Expected<std::vector<PipelineElement>> Elements = parsePipelineText(Text);
   if (!Elements)
     return Elements.takeError();
-  if (Error E = forwardMicroBatches(*Elements))
-    return E;
-  for (const PipelineElement &E : *Elements)
-    if (Error Err = addPass(PM, E))
-      return Err;
-  return Error::success();
+  return buildPassPipeline(PM, std::move(*Elements));
 }
 
 } // namespace dp

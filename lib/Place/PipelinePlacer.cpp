@@ -417,6 +417,19 @@ Expected<std::vector<uint32_t>> placePipelineStages(const PlacementProblem &P,
     for (unsigned D = 0, E = C.getNumDevices(); D != E; ++D)
       Devs.push_back(D);
   }
+  // Under data-parallel replicas the stages are replica 0's devices; the
+  // others hold its copies.
+  if (const Optional<PipelinePlan> &Plan = P.getSimGraph().getPlan();
+      Plan && Plan->Replicas > 1) {
+    std::vector<unsigned> Group = getReplicaGroup(C, *Plan, Devs);
+    if (Group.empty())
+      return makeError(
+          "place{algo=pipeline}: replicas=" + Twine(Plan->Replicas) +
+          " leaves replica 0 none of "
+          "the " +
+          Twine(Devs.size()) + " devices it can use on '" + C.getName() + "'");
+    Devs.assign(Group.begin(), Group.end());
+  }
   unsigned MaxStages = Devs.size();
   StringRef StagesText = Opts.get("stages");
   if (StagesText != "auto") {

@@ -81,6 +81,12 @@ Error PlacePass::run(Graph &G, PassContext &Ctx) {
   }
   assert(Units->size() == P->getNumUnits() && "a device per unit");
   std::vector<uint32_t> Placement = P->expand(*Units);
+  // Only the pipeline placer knows of replicas; the others must have
+  // kept to replica 0's devices.
+  if (const Optional<PipelinePlan> &Plan = P->getSimGraph().getPlan())
+    if (Error E = checkReplicaDevices(C, *Plan, Placement))
+      return makeError("place{algo=" + Opts.Algo +
+                       "}: " + toString(std::move(E)));
   // anneal counts what it scored; a learned placer's curve does.
   Ctx.Analyses.set(PlacementSearch{
       std::chrono::duration<double>(std::chrono::steady_clock::now() - Start)

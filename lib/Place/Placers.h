@@ -25,10 +25,6 @@ namespace dp {
 llvm::Expected<std::pair<PlacementProblem, std::vector<uint32_t>>>
 mergeUnits(const PlacementProblem &P, unsigned Groups, llvm::StringRef Who);
 
-/// Devices of kind gpu and accel, in cluster order; all devices when the
-/// cluster has none.
-llvm::SmallVector<unsigned, 8> getComputeDevices(const Cluster &C);
-
 /// The placers that do not search (no budget): the baselines that seed
 /// anneal and warm-start mip.
 std::vector<const PlacerInfo *> getBaselinePlacers();

@@ -122,6 +122,20 @@ void printSimulationReport(raw_ostream &OS, const Graph &G, const Cluster &C,
          << " instances ran out of the schedule's order (the stages wait "
             "on each other in a cycle)";
     OS << '\n';
+    if (Plan->Replicas > 1) {
+      OS << "  replicas:     " << Plan->Replicas
+         << " data-parallel, each on its own copy of these devices";
+      if (R.NumBuckets) {
+        auto Busiest =
+            std::max_element(R.AllReduceTime.begin(), R.AllReduceTime.end());
+        OS << "; " << R.NumBuckets << " gradient bucket"
+           << (R.NumBuckets == 1 ? "" : "s") << " ("
+           << formatBytes(R.AllReduceBytes) << ") all-reduced, "
+           << formatSeconds(*Busiest) << " on "
+           << C.getDevices()[Busiest - R.AllReduceTime.begin()].Name;
+      }
+      OS << '\n';
+    }
   }
   double Gap = LB.best() > 0 ? (R.StepTime / LB.best() - 1) * 100 : 0;
   OS << "  lower bound:  " << formatLowerBounds(LB) << "; gap "
@@ -196,18 +210,47 @@ void printSimulationReport(raw_ostream &OS, const Graph &G, const Cluster &C,
   }
 }
 
+void printPlanSearch(raw_ostream &OS, const PlanSearch &Plans) {
+  OS << "  plans:        " << Plans.Tried << " simulated in "
+     << format("%.1f", Plans.Seconds) << " s";
+  if (Plans.GlobalBatch)
+    OS << ", batch " << Plans.GlobalBatch;
+  OS << "; the chosen one, then the fastest of each other kind:\n";
+  for (const PlanCandidate &P : Plans.Plans) {
+    std::string Shape;
+    raw_string_ostream SO(Shape);
+    SO << P.Replicas << " x " << P.Stages << " stage"
+       << (P.Stages == 1 ? "" : "s") << ", M=" << P.MicroBatches;
+    if (P.Replicas > 1 && P.ReplicaStride)
+      SO << ", stride " << P.ReplicaStride;
+    if (P.Recompute)
+      SO << ", recompute";
+    OS << "    " << left_justify(P.Kind, 14) << "  "
+       << left_justify(SO.str(), 30) << "  ";
+    if (P.Fits && P.StepTime > 0) {
+      OS << right_justify(formatSeconds(P.StepTime), 12);
+      if (Plans.GlobalBatch)
+        OS << "  " << format("%10.1f", Plans.GlobalBatch / P.StepTime)
+           << " samples/s";
+    } else {
+      OS << P.Note;
+    }
+    OS << '\n';
+  }
+}
+
 void writeSummaryJSON(raw_ostream &OS, const Graph &G, const Cluster &C,
                       const SimResult &R, const LowerBounds &LB,
-                      const PlacementSearch *Search) {
+                      const PlacementSearch *Search, const PlanSearch *Plans) {
   json::OStream J(OS, 2);
-  writeSummary(J, G, C, R, LB, Search);
+  writeSummary(J, G, C, R, LB, Search, Plans);
   J.flush();
   OS << '\n';
 }
 
 void writeSummary(json::OStream &J, const Graph &G, const Cluster &C,
                   const SimResult &R, const LowerBounds &LB,
-                  const PlacementSearch *Search) {
+                  const PlacementSearch *Search, const PlanSearch *Plans) {
   J.object([&] {
     J.attribute("model", G.getName());
     J.attribute("cluster", C.getName());
@@ -228,6 +271,30 @@ void writeSummary(json::OStream &J, const Graph &G, const Cluster &C,
       J.attribute("schedule", getPipelineScheduleName(Plan->Schedule));
       J.attribute("recompute", Plan->Recompute);
       J.attribute("out_of_order", int64_t(R.OutOfOrder));
+      J.attribute("replicas", int64_t(Plan->Replicas));
+      if (Plan->Replicas > 1) {
+        J.attribute("buckets", int64_t(R.NumBuckets));
+        J.attribute("allreduce_bytes", int64_t(R.AllReduceBytes));
+        std::vector<uint32_t> Placement(G.getNumOps(), 0);
+        if (Expected<std::vector<uint32_t>> P = getPlacement(G, C))
+          Placement = std::move(*P);
+        else
+          consumeError(P.takeError());
+        std::vector<uint8_t> Used(C.getNumDevices());
+        for (uint32_t D : Placement)
+          Used[D] = 1;
+        // Replica r's devices, in the order of replica 0's.
+        J.attributeArray("replica_devices", [&] {
+          for (unsigned Rep = 0; Rep != Plan->Replicas; ++Rep)
+            J.array([&] {
+              for (unsigned D = 0, E = C.getNumDevices(); D != E; ++D)
+                if (Used[D])
+                  if (unsigned Copy = getReplicaDevice(C, *Plan, D, Rep);
+                      Copy != ~0u)
+                    J.value(C.getDevices()[Copy].Name);
+            });
+        });
+      }
     }
     J.attribute("oom", R.OOM);
     if (R.OOM) {
@@ -244,6 +311,8 @@ void writeSummary(json::OStream &J, const Graph &G, const Cluster &C,
           J.attribute("type", C.getDeviceType(D).Name);
           J.attribute("ops", int64_t(R.OpCount[D]));
           J.attribute("busy_s", R.BusyTime[D]);
+          if (!R.AllReduceTime.empty())
+            J.attribute("allreduce_s", R.AllReduceTime[D]);
           J.attribute("peak_bytes", int64_t(R.PeakBytes[D]));
           J.attribute("capacity_bytes",
                       int64_t(C.getDeviceType(D).MemoryBytes));
@@ -258,6 +327,33 @@ void writeSummary(json::OStream &J, const Graph &G, const Cluster &C,
       J.attribute("placements_scored", int64_t(Search->Scored));
     else
       J.attribute("placements_scored", nullptr);
+    if (Plans)
+      J.attributeObject("plan_search", [&] {
+        J.attribute("seconds", Plans->Seconds);
+        J.attribute("global_batch", Plans->GlobalBatch);
+        J.attribute("tried", int64_t(Plans->Tried));
+        J.attributeArray("plans", [&] {
+          for (const PlanCandidate &P : Plans->Plans)
+            J.object([&] {
+              J.attribute("kind", P.Kind);
+              J.attribute("replicas", int64_t(P.Replicas));
+              J.attribute("replica_stride", int64_t(P.ReplicaStride));
+              J.attribute("stages", int64_t(P.Stages));
+              J.attribute("microbatches", int64_t(P.MicroBatches));
+              J.attribute("schedule", P.Schedule);
+              J.attribute("recompute", P.Recompute);
+              J.attribute("fits", P.Fits);
+              if (P.Fits && P.StepTime > 0) {
+                J.attribute("step_time_s", P.StepTime);
+                if (Plans->GlobalBatch)
+                  J.attribute("samples_per_s", Plans->GlobalBatch / P.StepTime);
+              } else {
+                J.attribute("step_time_s", nullptr);
+              }
+              J.attribute("note", P.Note);
+            });
+        });
+      });
   });
 }
 
@@ -424,6 +520,9 @@ Expected<StepSimulation> simulateStep(const Graph &G, const Cluster &C) {
   Expected<std::vector<uint32_t>> Placement = getPlacement(G, C);
   if (!Placement)
     return Placement.takeError();
+  if (const Optional<PipelinePlan> &Plan = SG->getPlan())
+    if (Error E = checkReplicaDevices(C, *Plan, *Placement))
+      return E;
   StepSimulation S{&C, std::move(*SG), std::move(*Placement), {}, {}};
   Simulator Sim(S.SG);
   Sim.run(S.Placement, S.Result, /*RecordTimeline=*/true);
@@ -465,16 +564,20 @@ Error SimulatePass::run(Graph &G, PassContext &Ctx) {
     LB.SegmentsExact = Info.Exact;
   }
   const PlacementSearch *Search = Ctx.Analyses.get<PlacementSearch>();
+  const PlanSearch *Plans = Ctx.Analyses.get<PlanSearch>();
 
   AttributeList &GA = G.getAnnotations();
   GA.set("step_time_s", Attribute::getFloat(R.StepTime));
   GA.set("lower_bound_s", Attribute::getFloat(LB.best()));
   GA.set("oom", Attribute::getInt(R.OOM));
-  if (Ctx.Report)
+  if (Ctx.Report) {
     printSimulationReport(*Ctx.Report, G, C, R, LB);
+    if (Plans)
+      printPlanSearch(*Ctx.Report, *Plans);
+  }
   if (!Opts.Summary.empty())
     if (Error E = writeFileAtomically(Opts.Summary, [&](raw_ostream &OS) {
-          writeSummaryJSON(OS, G, C, R, LB, Search);
+          writeSummaryJSON(OS, G, C, R, LB, Search, Plans);
         }))
       return E;
   if (!Opts.Trace.empty())

@@ -22,6 +22,9 @@ static constexpr uint64_t TransferTag = uint64_t(1) << 63;
 /// With TransferTag: the transfer begins (its route was busy when it was
 /// requested) rather than ends.
 static constexpr uint64_t TransferStartTag = uint64_t(1) << 62;
+/// Without TransferTag: an all-reduce bucket ends (an op's end event
+/// holds the op and its device's generation, which stays below this).
+static constexpr uint64_t CollectiveTag = uint64_t(1) << 61;
 /// A State of a (tensor, device): in flight over a route whose ends it
 /// slows (beside 0 absent, 1 in flight, 2 present).
 static constexpr uint8_t Loading = 3;
@@ -239,6 +242,18 @@ void SimGraph::expandMicroBatches(const Graph &G, const PipelinePlan &P) {
     NewInputsBegin[I + 1] = NewInputs.size();
     NewResultsBegin[I + 1] = NewResults.size();
   }
+  // With replicas, what the updates read from the last micro-batch is
+  // all-reduced: in the order the backward makes it.
+  Gradients.clear();
+  if (P.Replicas > 1) {
+    for (uint32_t T = 0; T != NumTensors; ++T)
+      if (Accumulates[T])
+        Gradients.push_back(TInst(T, M - 1));
+    llvm::sort(Gradients, [&](uint32_t A, uint32_t B) {
+      return NewProducer[A] != NewProducer[B] ? NewProducer[A] < NewProducer[B]
+                                              : A < B;
+    });
+  }
   NumOps = NI;
   NumTensors = NT;
   Time = std::move(NewTime);
@@ -321,6 +336,12 @@ Simulator::Simulator(const SimGraph &G) : G(G), C(*G.C) {
       RecomputeState.resize(size_t(D) * NumTasks);
       Stash.resize(size_t(D) * G.Plan->MicroBatches);
     }
+  }
+  Reduce = G.Plan && G.Plan->Replicas > 1 && !G.Gradients.empty();
+  if (Reduce) {
+    GradBucket.assign(G.NumTensors, None);
+    CommFree.resize(D);
+    DevCosts.resize(D);
   }
   Busy.resize(D);
   ChannelFree.resize(C.getNumChannels());
@@ -726,6 +747,10 @@ void Simulator::reset(SimResult &R) {
   R.TransferBytes = 0;
   R.NumTransfers = 0;
   R.OutOfOrder = 0;
+  R.AllReduceTime.assign(Reduce ? D : 0, 0.0);
+  R.NumBuckets = 0;
+  R.AllReduceBytes = 0;
+  R.Collectives.clear();
   R.Transfers.clear();
   R.CriticalPath.clear();
   R.Memory.clear();
@@ -867,7 +892,10 @@ void Simulator::finishOp(uint32_t Op, unsigned Dev, double Now, SimResult &R) {
   noteMemory(Dev, R);
   for (unsigned I = G.OpResultsBegin[Op]; I != G.OpResultsBegin[Op + 1]; ++I) {
     uint32_t T = G.OpResults[I];
-    makeAvailable(T, Dev, Now, R);
+    if (Reduce && GradBucket[T] != None)
+      arriveGradient(T, Dev, Now, R);
+    else
+      makeAvailable(T, Dev, Now, R);
     if (Uses[size_t(T) * D + Dev] == 0)
       release(T, Dev, R); // Nothing reads it.
   }
@@ -895,6 +923,90 @@ void Simulator::finishOp(uint32_t Op, unsigned Dev, double Now, SimResult &R) {
   if (ReadyTime[Next] < Now)
     WaitedOn[Next] = Op; // It waited for the device, not for data.
   startOp(Next, Dev, Now, R);
+}
+
+void Simulator::formBuckets(SimResult &R) {
+  // Each device fills its buckets in the order the gradients come: a
+  // bucket closes once it holds its cap, 1 MiB for a device's first
+  // (DDP's rule).
+  unsigned D = G.NumDevices;
+  std::vector<uint32_t> &Open = OpenBucket;
+  Open.assign(D, None);
+  BucketsOf.assign(D, 0);
+  BucketDev.clear();
+  BucketSize.clear();
+  for (uint32_t T : G.Gradients) {
+    unsigned Dev = Home[T];
+    uint32_t &B = Open[Dev];
+    if (B == None) {
+      B = BucketDev.size();
+      BucketDev.push_back(Dev);
+      BucketSize.push_back(0);
+      ++BucketsOf[Dev];
+    }
+    GradBucket[T] = B;
+    BucketSize[B] += G.TensorBytes[T];
+    uint64_t Cap =
+        BucketsOf[Dev] == 1
+            ? std::min(PipelinePlan::FirstBucketBytes, G.Plan->BucketBytes)
+            : G.Plan->BucketBytes;
+    if (BucketSize[B] >= Cap)
+      B = None;
+  }
+  unsigned NB = BucketDev.size();
+  BucketLeft.assign(NB, 0);
+  for (uint32_t T : G.Gradients)
+    ++BucketLeft[GradBucket[T]];
+  BucketBegin.assign(NB + 1, 0);
+  for (unsigned B = 0; B != NB; ++B)
+    BucketBegin[B + 1] = BucketBegin[B] + BucketLeft[B];
+  BucketTensors.resize(G.Gradients.size());
+  std::vector<uint32_t> Fill(BucketBegin.begin(), BucketBegin.end() - 1);
+  for (uint32_t T : G.Gradients)
+    BucketTensors[Fill[GradBucket[T]]++] = T;
+  std::fill(CommFree.begin(), CommFree.end(), 0.0);
+  R.NumBuckets = NB;
+  for (uint64_t Bytes : BucketSize)
+    R.AllReduceBytes += Bytes;
+}
+
+void Simulator::arriveGradient(uint32_t T, unsigned Dev, double Now,
+                               SimResult &R) {
+  uint32_t B = GradBucket[T];
+  if (--BucketLeft[B])
+    return;
+  Dev = BucketDev[B];
+  std::vector<CollectiveCost> &Costs = DevCosts[Dev];
+  if (Costs.empty()) {
+    std::vector<unsigned> Copies;
+    for (unsigned Rep = 0; Rep != G.Plan->Replicas; ++Rep)
+      if (unsigned Copy = getReplicaDevice(C, *G.Plan, Dev, Rep); Copy != None)
+        Copies.push_back(Copy);
+    Costs = getAllReduceCosts(C, Copies);
+    if (Costs.empty()) // No other replica has a copy: nothing to reduce.
+      Costs.emplace_back();
+  }
+  const CollectiveCost &Cost = pickAllReduce(Costs, BucketSize[B]);
+  double Start = std::max(Now, CommFree[Dev]);
+  for (unsigned Ch : Cost.Channels)
+    Start = std::max(Start, ChannelFree[Ch]);
+  double End = Start + Cost.getTime(BucketSize[B]);
+  for (unsigned Ch : Cost.Channels)
+    ChannelFree[Ch] = End;
+  CommFree[Dev] = End;
+  R.AllReduceTime[Dev] += End - Start;
+  if (Record)
+    R.Collectives.push_back(CollectiveRecord{
+        Dev, BucketSize[B],
+        std::vector<uint32_t>(BucketTensors.begin() + BucketBegin[B],
+                              BucketTensors.begin() + BucketBegin[B + 1]),
+        Cost.Algorithm, Start, End});
+  push(End, CollectiveTag | B);
+}
+
+void Simulator::finishBucket(uint32_t B, double Now, SimResult &R) {
+  for (unsigned I = BucketBegin[B]; I != BucketBegin[B + 1]; ++I)
+    makeAvailable(BucketTensors[I], BucketDev[B], Now, R);
 }
 
 bool Simulator::startOutOfOrder(SimResult &R) {
@@ -927,6 +1039,8 @@ void Simulator::run(ArrayRef<uint32_t> Placement, SimResult &R,
   // Homes and the uses that keep each copy alive: its readers on that
   // device, plus (at home) one per device it is sent to.
   placeTensors();
+  if (Reduce)
+    formBuckets(R);
   startStep(R);
 
   uint32_t LastOp = None;
@@ -936,6 +1050,10 @@ void Simulator::run(ArrayRef<uint32_t> Placement, SimResult &R,
     Event E = pop();
     double Now = E.Time;
     Clock = Now;
+    if (E.Payload & CollectiveTag && !(E.Payload & TransferTag)) {
+      finishBucket(uint32_t(E.Payload & ~CollectiveTag), Now, R);
+      continue;
+    }
     if (E.Payload & TransferTag) {
       uint64_t Key = E.Payload & ~(TransferTag | TransferStartTag);
       if (!(E.Payload & TransferStartTag)) {
@@ -1030,6 +1148,100 @@ Expected<std::vector<uint32_t>> getPlacement(const Graph &G,
   if (Error E = Errs.take())
     return std::move(E);
   return std::move(Placement);
+}
+
+//===----------------------------------------------------------------------===//
+// Replicas
+//===----------------------------------------------------------------------===//
+
+/// Dev's index among the devices of its type, and how many that type has.
+static std::pair<unsigned, unsigned> getTypeIndex(const Cluster &C,
+                                                  unsigned Dev) {
+  unsigned Type = C.getDevices()[Dev].Type, Index = 0, Count = 0;
+  for (unsigned D = 0, E = C.getNumDevices(); D != E; ++D)
+    if (C.getDevices()[D].Type == Type) {
+      Index += D < Dev;
+      ++Count;
+    }
+  return {Index, Count};
+}
+
+static unsigned getReplicaStride(const PipelinePlan &Plan, unsigned Count) {
+  return Plan.ReplicaStride ? Plan.ReplicaStride : Count / Plan.Replicas;
+}
+
+unsigned getReplicaDevice(const Cluster &C, const PipelinePlan &Plan,
+                          unsigned Dev, unsigned Replica) {
+  if (Replica == 0)
+    return Dev;
+  auto [Index, Count] = getTypeIndex(C, Dev);
+  unsigned Stride = getReplicaStride(Plan, Count);
+  uint64_t Target = Index + uint64_t(Replica) * Stride;
+  if (!Stride || Target >= Count)
+    return None;
+  unsigned Type = C.getDevices()[Dev].Type;
+  for (unsigned D = 0, E = C.getNumDevices(); D != E; ++D)
+    if (C.getDevices()[D].Type == Type && Target-- == 0)
+      return D;
+  return None;
+}
+
+std::vector<unsigned> getReplicaGroup(const Cluster &C,
+                                      const PipelinePlan &Plan,
+                                      ArrayRef<unsigned> Candidates) {
+  std::vector<unsigned> Group;
+  for (unsigned Dev : Candidates) {
+    auto [Index, Count] = getTypeIndex(C, Dev);
+    unsigned Stride = getReplicaStride(Plan, Count);
+    if (Plan.Replicas <= 1 ||
+        (Stride && (Index / Stride) % Plan.Replicas == 0 &&
+         Index + uint64_t(Plan.Replicas - 1) * Stride < Count))
+      Group.push_back(Dev);
+  }
+  return Group;
+}
+
+Error checkReplicaDevices(const Cluster &C, const PipelinePlan &Plan,
+                          ArrayRef<uint32_t> Placement) {
+  if (Plan.Replicas <= 1)
+    return Error::success();
+  std::vector<uint8_t> Used(C.getNumDevices());
+  for (uint32_t Dev : Placement)
+    Used[Dev] = 1;
+  std::vector<unsigned> All;
+  for (unsigned D = 0, E = C.getNumDevices(); D != E; ++D)
+    All.push_back(D);
+  auto Allowed = [&] {
+    std::string Names;
+    for (unsigned D : getReplicaGroup(C, Plan, All))
+      Names += (Names.empty() ? "" : ", ") + C.getDevices()[D].Name;
+    return "replica 0 may use " + (Names.empty() ? "no device" : Names);
+  };
+  std::vector<int> Owner(C.getNumDevices(), -1);
+  for (unsigned Dev = 0, E = C.getNumDevices(); Dev != E; ++Dev)
+    if (Used[Dev])
+      Owner[Dev] = Dev;
+  for (unsigned Dev = 0, E = C.getNumDevices(); Dev != E; ++Dev) {
+    if (!Used[Dev])
+      continue;
+    for (unsigned Rep = 1; Rep != Plan.Replicas; ++Rep) {
+      unsigned Copy = getReplicaDevice(C, Plan, Dev, Rep);
+      const std::string &Name = C.getDevices()[Dev].Name;
+      if (Copy == None)
+        return makeError("replicas=" + Twine(Plan.Replicas) + ": device '" +
+                         Name + "' has no copy in replica " + Twine(Rep) +
+                         " on '" + C.getName() + "' (" + Allowed() + ")");
+      if (Owner[Copy] >= 0)
+        return makeError("replicas=" + Twine(Plan.Replicas) + ": replica " +
+                         Twine(Rep) + "'s copy of device '" + Name + "' is '" +
+                         C.getDevices()[Copy].Name + "', which " +
+                         (Used[Copy] ? "replica 0 uses too"
+                                     : "holds another device's copy") +
+                         " (" + Allowed() + ")");
+      Owner[Copy] = Dev;
+    }
+  }
+  return Error::success();
 }
 
 } // namespace dp

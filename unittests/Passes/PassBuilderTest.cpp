@@ -226,7 +226,7 @@ TEST(PassRegistryTest, DocumentsTheOptionSyntax) {
   ASSERT_NE(Import, nullptr);
   EXPECT_EQ(Import->Params,
             "batch=N,dim=NAME:N,shape=NAME:D0xD1x...,value=NAME:V,"
-            "bound=TENSOR:N,microbatches=M,batch-axis=NAME:AXIS");
+            "bound=TENSOR:N,microbatches=M,replicas=R,batch-axis=NAME:AXIS");
   const PassInfo *Verify = findPass("verify");
   ASSERT_NE(Verify, nullptr);
   EXPECT_TRUE(Verify->Params.empty());
@@ -269,7 +269,7 @@ TEST(PassRegistryTest, PrintPassNamesListsEveryPass) {
   EXPECT_TRUE(contains(
       OS.str(),
       "import-onnx{batch=N,dim=NAME:N,shape=NAME:D0xD1x...,value=NAME:V,"
-      "bound=TENSOR:N,microbatches=M,\n    batch-axis=NAME:AXIS}"))
+      "bound=TENSOR:N,microbatches=M,\n    replicas=R,batch-axis=NAME:AXIS}"))
       << OS.str();
 }
 

@@ -67,6 +67,8 @@ struct PlacedStep {
   SingleDeviceBaseline Baseline;
   /// The placer's search when this run placed the graph.
   llvm::Optional<PlacementSearch> Search;
+  /// The plans the plan pass weighed when this run chose the plan.
+  llvm::Optional<PlanSearch> Plans;
   /// For every op, the name of the node of the user's model it comes from,
   /// or "" (see the file comment). Names point into G.
   std::vector<llvm::StringRef> Origin;

@@ -78,6 +78,18 @@ inline constexpr Key<llvm::StringRef> Schedule{"schedule"};
 /// micro-batch's backward instead of keeping them (the pipeline pass's
 /// recompute=true; docs/simulator.md).
 inline constexpr Key<int64_t> Recompute{"recompute"};
+/// Data-parallel replicas of the step (import-onnx{replicas=}, the
+/// pipeline pass): the graph is one replica's micro-batch, imported at the
+/// global batch over replicas times micro-batches; each replica runs the
+/// placed step on its own devices and the gradients are all-reduced.
+inline constexpr Key<int64_t> Replicas{"replicas"};
+/// How far apart, in devices of one type, a device and its next replica's
+/// copy are (0, the default: the type's devices over the replicas, so
+/// each replica has a contiguous block).
+inline constexpr Key<int64_t> ReplicaStride{"replica_stride"};
+/// The gradient all-reduce's bucket size in bytes (default 25 MiB, as
+/// DDP's bucket_cap_mb).
+inline constexpr Key<int64_t> BucketBytes{"bucket_bytes"};
 
 namespace detail {
 template <typename T> constexpr AttrKind getKind();

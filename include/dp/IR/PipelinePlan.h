@@ -54,10 +54,27 @@ struct PipelinePlan {
   /// inputs) for a micro-batch's backward, and recomputes its forward
   /// first (annotation `recompute`).
   bool Recompute = false;
+  /// Data-parallel replicas (annotation `replicas`): each runs the placed
+  /// step on its own devices; the gradients the updates read are
+  /// all-reduced among the replicas, bucket by bucket
+  /// (docs/simulator.md, "Replicas").
+  unsigned Replicas = 1;
+  /// The distance, in devices of one type, from a device to its next
+  /// replica's copy; 0: the type's devices over Replicas (contiguous
+  /// blocks). Annotation `replica_stride`.
+  unsigned ReplicaStride = 0;
+  /// Gradients all-reduce in buckets of at most this many bytes, filled in
+  /// the order the backward makes them; the first bucket of each device
+  /// holds at most FirstBucketBytes (DDP's bucket_cap_mb and its 1 MiB
+  /// first bucket). Annotation `bucket_bytes`.
+  uint64_t BucketBytes = DefaultBucketBytes;
+  static constexpr uint64_t DefaultBucketBytes = uint64_t(25) << 20;
+  static constexpr uint64_t FirstBucketBytes = uint64_t(1) << 20;
 };
 
-/// The plan \p G records (annotations `microbatches` and `schedule`), or
-/// None when it records neither (one micro-batch, no schedule). A graph
+/// The plan \p G records (annotations `microbatches`, `schedule`,
+/// `replicas` and the others above), or None when it records none of
+/// them (one micro-batch, one replica, no schedule). A graph
 /// imported for M micro-batches without a schedule runs them as GPipe
 /// (gradient accumulation over the whole batch).
 llvm::Optional<PipelinePlan> getPipelinePlan(const Graph &G);

@@ -69,12 +69,17 @@ struct ImportOptions {
   /// divide is an error naming the input. The graph records the count
   /// (annotation `microbatches`) when it is above 1.
   int64_t MicroBatches = 1;
+  /// Imports one data-parallel replica's share of the batch: the batch
+  /// axes are divided by Replicas times MicroBatches. The graph records
+  /// it (annotation `replicas`) when it is above 1.
+  int64_t Replicas = 1;
   /// The batch axis of the graph input named first (0 for the others).
   std::vector<std::pair<std::string, int64_t>> BatchAxes;
 
   bool empty() const {
     return !Batch && Dims.empty() && Shapes.empty() && Values.empty() &&
-           Bounds.empty() && MicroBatches == 1 && BatchAxes.empty();
+           Bounds.empty() && MicroBatches == 1 && Replicas == 1 &&
+           BatchAxes.empty();
   }
 };
 

@@ -58,6 +58,11 @@ llvm::ArrayRef<PassInfo> getRegisteredPasses();
 llvm::Expected<std::vector<PipelineElement>>
 parsePipelineText(llvm::StringRef Text);
 
+/// Appends the passes of \p Elements to \p PM, as parsePassPipeline
+/// does once it has split the text.
+llvm::Error buildPassPipeline(PassManager &PM,
+                              std::vector<PipelineElement> Elements);
+
 /// Parses \p Text and appends its passes to \p PM. Unknown passes and bad
 /// options are errors that quote the pipeline.
 llvm::Error parsePassPipeline(PassManager &PM, llvm::StringRef Text);

@@ -27,6 +27,7 @@
 #include "dp/Sim/Simulator.h"
 
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
@@ -154,6 +155,10 @@ struct PlacerInfo {
 
 /// Every placer, in Placers.def order.
 llvm::ArrayRef<PlacerInfo> getPlacers();
+
+/// Devices of kind gpu and accel, in cluster order; all devices when the
+/// cluster has none.
+llvm::SmallVector<unsigned, 8> getComputeDevices(const Cluster &C);
 const PlacerInfo *lookupPlacer(llvm::StringRef Name);
 
 /// The error of a placer that found no placement that fits: names the

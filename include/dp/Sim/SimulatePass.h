@@ -79,14 +79,21 @@ readPlacementFile(const Graph &G, const Cluster &C, llvm::StringRef Path);
 /// Writes the JSON summary of a simulated step (docs/simulator.md).
 /// \p Search is the placement's search when this run placed the graph
 /// (its seconds and the placements it scored; null in the JSON otherwise).
+/// \p Plans, when the plan pass chose the plan, are the plans it weighed.
 void writeSummaryJSON(llvm::raw_ostream &OS, const Graph &G, const Cluster &C,
                       const SimResult &R, const LowerBounds &LB,
-                      const PlacementSearch *Search);
+                      const PlacementSearch *Search,
+                      const PlanSearch *Plans = nullptr);
 /// Writes the same summary as one JSON object value into \p J, so that
 /// other outputs can embed it.
 void writeSummary(llvm::json::OStream &J, const Graph &G, const Cluster &C,
                   const SimResult &R, const LowerBounds &LB,
-                  const PlacementSearch *Search);
+                  const PlacementSearch *Search,
+                  const PlanSearch *Plans = nullptr);
+
+/// Writes the plans the plan pass weighed, one line each: kind, replicas,
+/// stages, micro-batches, step and samples per second (the chosen first).
+void printPlanSearch(llvm::raw_ostream &OS, const PlanSearch &Plans);
 
 /// Writes a Chrome trace (chrome://tracing, Perfetto): one track per
 /// device and one per link direction.

@@ -47,6 +47,20 @@
 ///   first op. Where those orders wait on each other in a cycle (a
 ///   placement that is not a chain of stages), the idle devices take
 ///   their next ready instance out of order, and the run counts it.
+/// - with data-parallel replicas (PipelinePlan::Replicas = R), the run is
+///   replica 0's step on its devices; every replica runs the same step
+///   on its own copies of them (getReplicaDevice()) at the same time. The
+///   gradients the updates read (the last micro-batch's accumulated ones)
+///   are all-reduced among a device's R copies, in buckets filled in the
+///   order the backward makes them (PipelinePlan::BucketBytes): a bucket
+///   starts as soon as its last gradient is made, after the device's
+///   earlier buckets, once the channels its algorithm crosses are free,
+///   and holds them until it ends (so transfers and other devices'
+///   buckets wait, as transfers wait for each other); it takes the
+///   fastest of the algorithms of dp/Sim/Collectives.h for its bytes.
+///   The updates reading a gradient wait for its bucket. Other replicas'
+///   own transfers are not simulated: they run on their own devices'
+///   links.
 ///
 /// The simulator is the reward function of every learned placer, so the
 /// problem is compiled once into flat arrays (SimGraph) and each run
@@ -60,6 +74,7 @@
 #include "dp/Cluster/Cluster.h"
 #include "dp/IR/Graph.h"
 #include "dp/IR/PipelinePlan.h"
+#include "dp/Sim/Collectives.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/Error.h"
@@ -153,6 +168,10 @@ private:
   std::vector<uint32_t> BaseTensor;
   /// With a plan, per graph op: its first instance.
   std::vector<uint32_t> FirstInstance;
+  /// With replicas, the tensors (instances) the replicas all-reduce: what
+  /// the updates read from the last micro-batch, in the order of their
+  /// producers.
+  std::vector<uint32_t> Gradients;
   /// Op-major: Time[Op * NumDevices + Dev].
   std::vector<double> Time;
   /// Op-major like Time, empty when no op has a shared time: the factor
@@ -197,6 +216,17 @@ struct MemorySample {
   uint64_t Bytes = 0;
 };
 
+/// One simulated all-reduce bucket (recorded runs).
+struct CollectiveRecord {
+  uint32_t Device = 0;
+  uint64_t Bytes = 0;
+  /// The gradients it holds (tensor instances under a plan: see
+  /// SimResult::getTensor()), in the order they were made.
+  std::vector<uint32_t> Tensors;
+  CollectiveAlgorithm Algorithm = CollectiveAlgorithm::Ring;
+  double Start = 0, End = 0;
+};
+
 struct SimResult {
   double StepTime = 0;
   bool OOM = false;
@@ -218,7 +248,13 @@ struct SimResult {
   /// tasks of its schedule were done, because the schedules waited on each
   /// other in a cycle (0 for a chain of stages).
   uint32_t OutOfOrder = 0;
+  /// With replicas: per device, the seconds its buckets' all-reduces took;
+  /// the buckets and the bytes they all-reduced.
+  std::vector<double> AllReduceTime;
+  uint32_t NumBuckets = 0;
+  uint64_t AllReduceBytes = 0;
   /// Filled only when timelines are recorded.
+  std::vector<CollectiveRecord> Collectives;
   std::vector<OpInterval> Ops;
   std::vector<TransferRecord> Transfers;
   /// The ops on the step's critical path, first to last (recorded runs).
@@ -429,6 +465,27 @@ private:
   std::vector<double> RouteSendSpeed, RouteRecvSpeed;
   std::vector<unsigned> Sending, Receiving;
   std::vector<double> SendSpeed, RecvSpeed;
+  /// Replicas (PipelinePlan::Replicas > 1 with gradients to all-reduce):
+  /// per tensor its bucket or ~0u; per bucket its device, bytes, the
+  /// gradients still to come, and its tensors
+  /// (BucketTensors[BucketBegin[B]..[B + 1])); per device, when its last
+  /// bucket ends, and its all-reduce costs (computed on first use).
+  bool Reduce = false;
+  std::vector<uint32_t> GradBucket, BucketDev, BucketLeft, BucketBegin,
+      BucketTensors;
+  std::vector<uint64_t> BucketSize;
+  std::vector<double> CommFree;
+  std::vector<std::vector<CollectiveCost>> DevCosts;
+  /// Per device while buckets are filled: its open bucket and how many
+  /// it has.
+  std::vector<uint32_t> OpenBucket, BucketsOf;
+  /// Fills the buckets of the placement.
+  void formBuckets(SimResult &R);
+  /// Gradient \p T was made on \p Dev: its bucket starts when it was the
+  /// last.
+  void arriveGradient(uint32_t T, unsigned Dev, double Now, SimResult &R);
+  /// Bucket \p B's all-reduce ended: its gradients are there.
+  void finishBucket(uint32_t B, double Now, SimResult &R);
   /// What made each op start: the op or transfer it waited for last.
   std::vector<uint32_t> WaitedOn;
   std::vector<double> ReadyTime;
@@ -498,6 +555,29 @@ double computeHeadWorkTailBound(const SimGraph &G);
 /// program (GLPK) over classes of interchangeable ops; lib/Sim/WorkBound.cpp
 /// derives it. 0 when no placement fits or the solver fails.
 double computeHeterogeneousWorkBound(const SimGraph &G);
+
+/// The device of replica \p Replica's copy of \p Dev under \p Plan: the
+/// device of Dev's type whose index among that type's devices is Dev's
+/// plus Replica times the stride (PipelinePlan::ReplicaStride, or the
+/// type's devices over PipelinePlan::Replicas), or ~0u when the type has
+/// no such device.
+unsigned getReplicaDevice(const Cluster &C, const PipelinePlan &Plan,
+                          unsigned Dev, unsigned Replica);
+
+/// The devices among \p Candidates that replica 0 may use under \p Plan:
+/// those whose index j among their type's devices has j / stride a
+/// multiple of the replicas and a copy in every replica (every device of
+/// the type with one replica).
+std::vector<unsigned> getReplicaGroup(const Cluster &C,
+                                      const PipelinePlan &Plan,
+                                      llvm::ArrayRef<unsigned> Candidates);
+
+/// Checks the devices \p Placement uses under \p Plan's replicas: each
+/// has a copy in every replica, and no copy is a device replica 0 uses
+/// or another replica's copy. Errors name the device and say which
+/// devices replica 0 may use.
+llvm::Error checkReplicaDevices(const Cluster &C, const PipelinePlan &Plan,
+                                llvm::ArrayRef<uint32_t> Placement);
 
 /// The device index of every op from its `device` annotation. Errors name
 /// ops without one or with a device the cluster lacks.

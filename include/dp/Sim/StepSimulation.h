@@ -22,6 +22,7 @@
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace dp {
@@ -34,6 +35,36 @@ struct PlacementSearch {
   static constexpr llvm::StringLiteral AnalysisKey = "placement-search";
   double Seconds = 0;
   uint64_t Scored = 0;
+};
+
+/// One plan the plan pass weighed (docs/plans.md): its kind, replicas,
+/// stages, micro-batches and schedule, and its predicted step.
+struct PlanCandidate {
+  /// "data parallel" (replicas of one device each), "pipeline" (one
+  /// replica of several stages), "hybrid" (replicas of pipelines), "op
+  /// placement" (the flat placer's placement of the whole batch) or "one
+  /// device".
+  std::string Kind;
+  unsigned Replicas = 1, ReplicaStride = 0, Stages = 1, MicroBatches = 1;
+  std::string Schedule;
+  bool Recompute = false;
+  /// The predicted step (0 when it was not simulated) and whether it fits.
+  double StepTime = 0;
+  bool Fits = false;
+  /// Why it has no step, or what else to know ("placer: anneal").
+  std::string Note;
+};
+
+/// What the plan pass searched: its seconds, the global batch (samples
+/// per step; 0 when the graph has no batch input), how many plans it
+/// simulated, and the chosen plan first, then the fastest of each other
+/// kind (and those that did not fit, with why).
+struct PlanSearch {
+  static constexpr llvm::StringLiteral AnalysisKey = "plan-search";
+  double Seconds = 0;
+  int64_t GlobalBatch = 0;
+  unsigned Tried = 0;
+  std::vector<PlanCandidate> Plans;
 };
 
 /// One step of the placed graph (every op has a `device`), simulated on a

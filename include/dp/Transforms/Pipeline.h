@@ -34,6 +34,12 @@ struct PipelineOptions {
   PipelineScheduleKind Schedule = PipelineScheduleKind::OneFOneB;
   /// Activation recomputation per stage (annotation `recompute`).
   bool Recompute = false;
+  /// Data-parallel replicas, the distance between a device and its next
+  /// replica's copy (0: contiguous blocks) and the all-reduce's bucket
+  /// size (annotations `replicas`, `replica_stride`, `bucket_bytes`).
+  int64_t Replicas = 1;
+  int64_t ReplicaStride = 0;
+  int64_t BucketMB = 25;
   /// Handed to import-onnx{batch-axis=} by the pass builder.
   std::vector<std::pair<std::string, int64_t>> BatchAxes;
 };
@@ -44,10 +50,11 @@ public:
   explicit PipelinePass(PipelineOptions Opts = {}) : Opts(std::move(Opts)) {}
   static llvm::StringRef name() { return "pipeline"; }
   /// Records the plan. Fails when the graph was not imported for the same
-  /// micro-batch count, or already has a plan.
+  /// micro-batch and replica counts, or already has a plan.
   llvm::Error run(Graph &G, PassContext &Ctx);
   void printPipeline(llvm::raw_ostream &OS) const;
-  /// microbatches=M, schedule=gpipe|1f1b, batch-axis=NAME:AXIS.
+  /// microbatches=M, schedule=gpipe|1f1b, recompute=, replicas=R,
+  /// replica-stride=N, bucket-mb=N, batch-axis=NAME:AXIS.
   static OptionTable describeOptions(PipelineOptions &O);
   static llvm::Expected<PipelineOptions> parseOptions(OptionList Options) {
     return parsePassOptions<PipelineOptions>(Options, describeOptions);
