@@ -356,8 +356,31 @@ private:
                      [&](raw_ostream &OS) { writePlacementJSON(OS, S); });
   }
   Error writeDeviceMapFile() {
-    return writeFile(EmitFormatKind::DeviceMap,
-                     [&](raw_ostream &OS) { writeDeviceMap(OS, S, Map); });
+    if (Error Err = writeFile(EmitFormatKind::DeviceMap, [&](raw_ostream &OS) {
+          writeDeviceMap(OS, S, Map);
+        }))
+      return Err;
+    if (!S.Plan || S.Plan->Replicas <= 1)
+      return Error::success();
+    // Replica 0's map is the one above; each other replica gets its own,
+    // its devices the copies of replica 0's ("m.replica1.device_map.json").
+    std::string Path = E.getPath(EmitFormatKind::DeviceMap);
+    StringRef Stem = Path;
+    Stem.consume_back(".json");
+    Stem.consume_back(".device_map");
+    for (unsigned Rep = 1; Rep != S.Plan->Replicas; ++Rep) {
+      DeviceMap Copy = Map;
+      for (DeviceMap::Entry &Entry : Copy.Entries)
+        Entry.Device = getReplicaDevice(C, *S.Plan, Entry.Device, Rep);
+      std::string Name =
+          (Stem + ".replica" + Twine(Rep) + StringRef(Path).substr(Stem.size()))
+              .str();
+      if (Error Err = E.write(
+              Name, "PyTorch device_map of replica " + std::to_string(Rep),
+              [&](raw_ostream &OS) { writeDeviceMap(OS, S, Copy); }))
+        return Err;
+    }
+    return Error::success();
   }
   Error writeTrace() {
     return writeFile(EmitFormatKind::Trace, [&](raw_ostream &OS) {

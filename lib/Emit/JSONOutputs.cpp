@@ -60,6 +60,20 @@ void writePlacementJSON(raw_ostream &OS, const PlacedStep &S) {
       for (OpId O = 0, E = G.getNumOps(); O != E; ++O)
         J.attribute(G.getOp(O).Name, DeviceName(S.Placement[O]));
     });
+    // Data-parallel replicas: replica r's copy of each device replica 0
+    // uses, in replica order.
+    if (S.Plan && S.Plan->Replicas > 1) {
+      J.attribute("replicas", int64_t(S.Plan->Replicas));
+      J.attributeObject("replica_devices", [&] {
+        for (unsigned Dev : S.Stages)
+          J.attributeArray(DeviceName(Dev), [&] {
+            for (unsigned Rep = 0; Rep != S.Plan->Replicas; ++Rep)
+              if (unsigned Copy = getReplicaDevice(C, *S.Plan, Dev, Rep);
+                  Copy != ~0u)
+                J.value(DeviceName(Copy));
+          });
+      });
+    }
     J.attributeObject("nodes", [&] {
       for (const PlacedStep::NodePlacement &NP : S.Nodes)
         J.attribute(NP.Name, DeviceName(NP.Device));

@@ -326,6 +326,15 @@ static void writeHTMLSummary(HTMLWriter &H, const PlacedStep &S) {
        << (S.Plan->Recompute ? ", recomputing activations" : "") << "; bubble "
        << format("%.1f", getPipelineBubble(R) * 100) << " %";
     Row("pipeline", OS.str());
+    if (S.Plan->Replicas > 1) {
+      std::string Rep;
+      raw_string_ostream RO(Rep);
+      RO << S.Plan->Replicas << " data-parallel, each on its own copy of "
+         << "the stages' devices; " << R.NumBuckets << " gradient bucket"
+         << (R.NumBuckets == 1 ? "" : "s") << " ("
+         << formatBytes(R.AllReduceBytes) << ") all-reduced";
+      Row("replicas", RO.str());
+    }
   }
   Row("ops", Twine(G.getNumOps()));
   Row("predicted step time", formatSeconds(R.StepTime));
@@ -350,6 +359,43 @@ static void writeHTMLSummary(HTMLWriter &H, const PlacedStep &S) {
     H.text(formatBytes(R.OOMBytesOver)) << " over)</td></tr>\n";
   } else {
     Row("memory", "fits on every device");
+  }
+  H << "</table>\n";
+}
+
+/// The plans the plan pass weighed: the chosen one, then the fastest of
+/// each other kind, with their steps and throughputs.
+static void writeHTMLPlans(HTMLWriter &H, const PlacedStep &S) {
+  if (!S.Plans)
+    return;
+  const PlanSearch &P = *S.Plans;
+  H << "<h2>Plans</h2>\n<p>";
+  H.text(formatv("The plan pass simulated {0} plans in {1:F1} s{2}; the "
+                 "chosen one first, then the fastest of each other kind.",
+                 P.Tried, P.Seconds,
+                 P.GlobalBatch ? formatv(" (batch {0})", P.GlobalBatch).str()
+                               : std::string())
+             .str());
+  H << "</p>\n<table class=\"plans\">\n<tr><th>kind</th><th>replicas</th>"
+       "<th>stages</th><th>micro-batches</th><th>step</th>"
+       "<th>samples/s</th></tr>\n";
+  for (const PlanCandidate &C : P.Plans) {
+    H << "<tr><td>";
+    H.text(C.Kind) << "</td>";
+    H << formatv("<td>{0}</td><td>{1}</td><td>{2}{3}</td>", C.Replicas,
+                 C.Stages, C.MicroBatches, C.Recompute ? ", recomputing" : "")
+             .str();
+    if (C.Fits && C.StepTime > 0) {
+      H << "<td>";
+      H.text(formatSeconds(C.StepTime)) << "</td><td>";
+      if (P.GlobalBatch)
+        H.text(formatv("{0:F1}", P.GlobalBatch / C.StepTime).str());
+      H << "</td>";
+    } else {
+      H << "<td colspan=\"2\">";
+      H.text(C.Note) << "</td>";
+    }
+    H << "</tr>\n";
   }
   H << "</table>\n";
 }
@@ -586,6 +632,7 @@ void writeHTMLReport(raw_ostream &OS, const PlacedStep &S, StringRef GraphSVG) {
   H.text(Title) << "</h1>\n";
 
   writeHTMLSummary(H, S);
+  writeHTMLPlans(H, S);
   // The device table before the timeline, which grows with the links.
   writeHTMLDevices(H, S);
   H << "<h2>Timeline</h2>\n<p>One lane per device and per link direction "

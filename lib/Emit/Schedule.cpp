@@ -348,10 +348,35 @@ void writePipelinePlan(json::OStream &J, const PlacedStep &S,
           J.attribute(Input, A);
       }
     });
+    // Data-parallel replicas: each stage's device in every replica, and
+    // the gradient buckets all-reduced among them, in the order they
+    // start (the simulated step's).
+    J.attribute("replicas", int64_t(Plan.Replicas));
+    if (Plan.Replicas > 1)
+      J.attributeArray("buckets", [&] {
+        for (const CollectiveRecord &B : S.Result.Collectives)
+          J.object([&] {
+            J.attribute("device", S.C->getDevices()[B.Device].Name);
+            J.attribute("bytes", int64_t(B.Bytes));
+            J.attribute("algorithm", getCollectiveAlgorithmName(B.Algorithm));
+            J.attributeArray("gradients", [&] {
+              for (uint32_t T : B.Tensors)
+                J.value(S.G->getTensor(S.Result.getTensor(T)).Name);
+            });
+          });
+      });
     J.attributeArray("stages", [&] {
       for (unsigned St = 0; St != NumStages; ++St)
         J.object([&] {
           J.attribute("device", S.C->getDevices()[S.Stages[St]].Name);
+          if (Plan.Replicas > 1)
+            J.attributeArray("replica_devices", [&] {
+              for (unsigned Rep = 0; Rep != Plan.Replicas; ++Rep) {
+                unsigned Copy = getReplicaDevice(*S.C, Plan, S.Stages[St], Rep);
+                if (Copy != ~0u)
+                  J.value(S.C->getDevices()[Copy].Name);
+              }
+            });
           J.attribute("segment", int64_t(Schedule.StageSegments[St]));
           J.attributeArray("order", [&] {
             for (unsigned Task : getStageTaskOrder(Plan, St, NumStages)) {

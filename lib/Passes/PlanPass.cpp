@@ -130,6 +130,14 @@ static uint64_t getHeldBytes(const Graph &G) {
   return Bytes;
 }
 
+/// An error's message without its location and "error: ", for a plan's
+/// note.
+static std::string getMessage(Error E) {
+  std::string S = toString(std::move(E));
+  size_t At = S.find("error: ");
+  return At == std::string::npos ? S : S.substr(At + 7);
+}
+
 static std::string describe(const PlanCandidate &P) {
   std::string S;
   raw_string_ostream OS(S);
@@ -211,7 +219,7 @@ PlanCandidate PlanSearcher::evaluate(const Config &Cfg, bool Recompute,
   P.Kind = getKind(P.Replicas, P.Stages);
   Expected<Graph> G = importFor(Cfg, Recompute);
   if (!G) {
-    P.Note = "not imported: " + toString(G.takeError());
+    P.Note = "not imported: " + getMessage(G.takeError());
     return P;
   }
   // What every plan holds all step, spread over the replica's devices at
@@ -226,7 +234,7 @@ PlanCandidate PlanSearcher::evaluate(const Config &Cfg, bool Recompute,
   }
   Expected<PlacementProblem> Problem = PlacementProblem::build(*G, C);
   if (!Problem) {
-    P.Note = toString(Problem.takeError());
+    P.Note = getMessage(Problem.takeError());
     return P;
   }
   std::vector<uint32_t> Units;
@@ -244,7 +252,7 @@ PlanCandidate PlanSearcher::evaluate(const Config &Cfg, bool Recompute,
     Expected<std::vector<uint32_t>> Placed =
         lookupPlacer("pipeline")->Run(*Problem, PO);
     if (!Placed) {
-      P.Note = "does not fit: " + toString(Placed.takeError());
+      P.Note = "does not fit: " + getMessage(Placed.takeError());
       return P;
     }
     Units = std::move(*Placed);
@@ -269,7 +277,7 @@ PlanCandidate PlanSearcher::evaluateFlat(const Graph &G, double Seconds,
   P.Note = "placer: " + Opts.Flat;
   Expected<PlacementProblem> Problem = PlacementProblem::build(G, C);
   if (!Problem) {
-    P.Note = toString(Problem.takeError());
+    P.Note = getMessage(Problem.takeError());
     return P;
   }
   PlaceOptions PO;
@@ -279,7 +287,7 @@ PlanCandidate PlanSearcher::evaluateFlat(const Graph &G, double Seconds,
   const PlacerInfo *Info = lookupPlacer(Opts.Flat);
   Expected<std::vector<uint32_t>> Placed = Info->Run(*Problem, PO);
   if (!Placed) {
-    P.Note = "does not fit: " + toString(Placed.takeError());
+    P.Note = "does not fit: " + getMessage(Placed.takeError());
     return P;
   }
   const SimResult &R = Problem->simulate(*Placed);
@@ -384,11 +392,17 @@ Error PlanSearcher::run(Graph &G) {
   Search.Tried = Tried;
   Search.Seconds = Opts.Seconds - secondsLeft();
   if (Best < 0) {
-    // Why the plans with the most devices per replica failed.
+    // Why the plan with the most devices and micro-batches per replica
+    // failed (the flat one's when there is none).
     std::string Why;
+    unsigned Most = 0;
     for (const PlanCandidate &P : All)
-      if (P.Replicas == 1 && !P.Note.empty())
+      if (P.Replicas == 1 && !P.Note.empty() &&
+          (Why.empty() ||
+           (P.Kind != "op placement" && P.MicroBatches > Most))) {
         Why = describe(P) + ": " + P.Note;
+        Most = P.Kind == "op placement" ? 0 : P.MicroBatches;
+      }
     return makeError("plan: no plan fits on '" + C.getName() + "' (" +
                      Twine(All.size()) + " tried; " +
                      (Why.empty() ? "none could be placed" : Why) + ")");

@@ -425,9 +425,8 @@ Expected<std::vector<uint32_t>> placePipelineStages(const PlacementProblem &P,
     if (Group.empty())
       return makeError(
           "place{algo=pipeline}: replicas=" + Twine(Plan->Replicas) +
-          " leaves replica 0 none of "
-          "the " +
-          Twine(Devs.size()) + " devices it can use on '" + C.getName() + "'");
+          " is more than the " + Twine(Devs.size()) +
+          " devices it can use on '" + C.getName() + "'");
     Devs.assign(Group.begin(), Group.end());
   }
   unsigned MaxStages = Devs.size();

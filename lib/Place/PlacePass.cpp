@@ -84,9 +84,9 @@ Error PlacePass::run(Graph &G, PassContext &Ctx) {
   // Only the pipeline placer knows of replicas; the others must have
   // kept to replica 0's devices.
   if (const Optional<PipelinePlan> &Plan = P->getSimGraph().getPlan())
-    if (Error E = checkReplicaDevices(C, *Plan, Placement))
-      return makeError("place{algo=" + Opts.Algo +
-                       "}: " + toString(std::move(E)));
+    if (Error E = checkReplicaDevices(C, *Plan, Placement,
+                                      "place{algo=" + Opts.Algo + "}: "))
+      return E;
   // anneal counts what it scored; a learned placer's curve does.
   Ctx.Analyses.set(PlacementSearch{
       std::chrono::duration<double>(std::chrono::steady_clock::now() - Start)

@@ -521,7 +521,7 @@ Expected<StepSimulation> simulateStep(const Graph &G, const Cluster &C) {
   if (!Placement)
     return Placement.takeError();
   if (const Optional<PipelinePlan> &Plan = SG->getPlan())
-    if (Error E = checkReplicaDevices(C, *Plan, *Placement))
+    if (Error E = checkReplicaDevices(C, *Plan, *Placement, "simulate: "))
       return E;
   StepSimulation S{&C, std::move(*SG), std::move(*Placement), {}, {}};
   Simulator Sim(S.SG);

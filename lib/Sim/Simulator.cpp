@@ -926,15 +926,19 @@ void Simulator::finishOp(uint32_t Op, unsigned Dev, double Now, SimResult &R) {
 }
 
 void Simulator::formBuckets(SimResult &R) {
-  // Each device fills its buckets in the order the gradients come: a
-  // bucket closes once it holds its cap, 1 MiB for a device's first
-  // (DDP's rule).
+  // Each device fills its buckets in the order of the ops that make the
+  // gradients (the backward's order in the graph; DDP assigns its buckets
+  // once, in the reverse order of the parameters): a bucket closes once
+  // it holds its cap, 1 MiB for a device's first (DDP's rule).
   unsigned D = G.NumDevices;
   std::vector<uint32_t> &Open = OpenBucket;
   Open.assign(D, None);
   BucketsOf.assign(D, 0);
+  Turn.assign(D, None);
+  LastBucket.assign(D, None);
   BucketDev.clear();
   BucketSize.clear();
+  BucketNext.clear();
   for (uint32_t T : G.Gradients) {
     unsigned Dev = Home[T];
     uint32_t &B = Open[Dev];
@@ -942,7 +946,12 @@ void Simulator::formBuckets(SimResult &R) {
       B = BucketDev.size();
       BucketDev.push_back(Dev);
       BucketSize.push_back(0);
-      ++BucketsOf[Dev];
+      BucketNext.push_back(None);
+      if (BucketsOf[Dev]++ == 0)
+        Turn[Dev] = B;
+      else
+        BucketNext[LastBucket[Dev]] = B;
+      LastBucket[Dev] = B;
     }
     GradBucket[T] = B;
     BucketSize[B] += G.TensorBytes[T];
@@ -975,7 +984,18 @@ void Simulator::arriveGradient(uint32_t T, unsigned Dev, double Now,
   uint32_t B = GradBucket[T];
   if (--BucketLeft[B])
     return;
+  // Buckets start in turn, as DDP launches them: a full bucket waits for
+  // the device's earlier ones to start.
   Dev = BucketDev[B];
+  for (uint32_t Next = Turn[Dev]; Next != None && !BucketLeft[Next];
+       Next = Turn[Dev]) {
+    startBucket(Next, Now, R);
+    Turn[Dev] = BucketNext[Next];
+  }
+}
+
+void Simulator::startBucket(uint32_t B, double Now, SimResult &R) {
+  unsigned Dev = BucketDev[B];
   std::vector<CollectiveCost> &Costs = DevCosts[Dev];
   if (Costs.empty()) {
     std::vector<unsigned> Copies;
@@ -1202,7 +1222,7 @@ std::vector<unsigned> getReplicaGroup(const Cluster &C,
 }
 
 Error checkReplicaDevices(const Cluster &C, const PipelinePlan &Plan,
-                          ArrayRef<uint32_t> Placement) {
+                          ArrayRef<uint32_t> Placement, StringRef Who) {
   if (Plan.Replicas <= 1)
     return Error::success();
   std::vector<uint8_t> Used(C.getNumDevices());
@@ -1224,17 +1244,24 @@ Error checkReplicaDevices(const Cluster &C, const PipelinePlan &Plan,
   for (unsigned Dev = 0, E = C.getNumDevices(); Dev != E; ++Dev) {
     if (!Used[Dev])
       continue;
+    const std::string &Name = C.getDevices()[Dev].Name;
+    if (unsigned Count = getTypeIndex(C, Dev).second; Count < Plan.Replicas)
+      return makeError(Who + "replicas=" + Twine(Plan.Replicas) +
+                       " is more than the " + Twine(Count) +
+                       " devices of type '" + C.getDeviceType(Dev).Name +
+                       "' (of device '" + Name + "') on '" + C.getName() + "'");
     for (unsigned Rep = 1; Rep != Plan.Replicas; ++Rep) {
       unsigned Copy = getReplicaDevice(C, Plan, Dev, Rep);
-      const std::string &Name = C.getDevices()[Dev].Name;
       if (Copy == None)
-        return makeError("replicas=" + Twine(Plan.Replicas) + ": device '" +
-                         Name + "' has no copy in replica " + Twine(Rep) +
-                         " on '" + C.getName() + "' (" + Allowed() + ")");
+        return makeError(Who + "replicas=" + Twine(Plan.Replicas) +
+                         ": device '" + Name + "' has no copy in replica " +
+                         Twine(Rep) + " on '" + C.getName() + "' (" +
+                         Allowed() + ")");
       if (Owner[Copy] >= 0)
-        return makeError("replicas=" + Twine(Plan.Replicas) + ": replica " +
-                         Twine(Rep) + "'s copy of device '" + Name + "' is '" +
-                         C.getDevices()[Copy].Name + "', which " +
+        return makeError(Who + "replicas=" + Twine(Plan.Replicas) +
+                         ": replica " + Twine(Rep) + "'s copy of device '" +
+                         Name + "' is '" + C.getDevices()[Copy].Name +
+                         "', which " +
                          (Used[Copy] ? "replica 0 uses too"
                                      : "holds another device's copy") +
                          " (" + Allowed() + ")");

@@ -52,9 +52,10 @@
 ///   on its own copies of them (getReplicaDevice()) at the same time. The
 ///   gradients the updates read (the last micro-batch's accumulated ones)
 ///   are all-reduced among a device's R copies, in buckets filled in the
-///   order the backward makes them (PipelinePlan::BucketBytes): a bucket
-///   starts as soon as its last gradient is made, after the device's
-///   earlier buckets, once the channels its algorithm crosses are free,
+///   order of the ops that make them (PipelinePlan::BucketBytes): a
+///   bucket starts once its last gradient is made and the device's
+///   earlier buckets have started and ended (DDP launches its buckets in
+///   turn), once the channels its algorithm crosses are free,
 ///   and holds them until it ends (so transfers and other devices'
 ///   buckets wait, as transfers wait for each other); it takes the
 ///   fastest of the algorithms of dp/Sim/Collectives.h for its bytes.
@@ -170,7 +171,7 @@ private:
   std::vector<uint32_t> FirstInstance;
   /// With replicas, the tensors (instances) the replicas all-reduce: what
   /// the updates read from the last micro-batch, in the order of their
-  /// producers.
+  /// producers (op order).
   std::vector<uint32_t> Gradients;
   /// Op-major: Time[Op * NumDevices + Dev].
   std::vector<double> Time;
@@ -221,7 +222,7 @@ struct CollectiveRecord {
   uint32_t Device = 0;
   uint64_t Bytes = 0;
   /// The gradients it holds (tensor instances under a plan: see
-  /// SimResult::getTensor()), in the order they were made.
+  /// SimResult::getTensor()), in the order of the ops that make them.
   std::vector<uint32_t> Tensors;
   CollectiveAlgorithm Algorithm = CollectiveAlgorithm::Ring;
   double Start = 0, End = 0;
@@ -476,14 +477,17 @@ private:
   std::vector<uint64_t> BucketSize;
   std::vector<double> CommFree;
   std::vector<std::vector<CollectiveCost>> DevCosts;
-  /// Per device while buckets are filled: its open bucket and how many
-  /// it has.
-  std::vector<uint32_t> OpenBucket, BucketsOf;
+  /// Per device while buckets are filled: its open bucket, how many it
+  /// has and its last; per bucket, the device's next bucket; per device,
+  /// the bucket whose turn it is to start (~0u: all started).
+  std::vector<uint32_t> OpenBucket, BucketsOf, LastBucket, BucketNext, Turn;
   /// Fills the buckets of the placement.
   void formBuckets(SimResult &R);
-  /// Gradient \p T was made on \p Dev: its bucket starts when it was the
-  /// last.
+  /// Gradient \p T was made on \p Dev: when it was its bucket's last, the
+  /// device's full buckets start, in turn.
   void arriveGradient(uint32_t T, unsigned Dev, double Now, SimResult &R);
+  /// Starts bucket \p B's all-reduce.
+  void startBucket(uint32_t B, double Now, SimResult &R);
   /// Bucket \p B's all-reduce ended: its gradients are there.
   void finishBucket(uint32_t B, double Now, SimResult &R);
   /// What made each op start: the op or transfer it waited for last.
@@ -574,10 +578,11 @@ std::vector<unsigned> getReplicaGroup(const Cluster &C,
 
 /// Checks the devices \p Placement uses under \p Plan's replicas: each
 /// has a copy in every replica, and no copy is a device replica 0 uses
-/// or another replica's copy. Errors name the device and say which
-/// devices replica 0 may use.
+/// or another replica's copy. Errors start with \p Who, name the device
+/// and say which devices replica 0 may use.
 llvm::Error checkReplicaDevices(const Cluster &C, const PipelinePlan &Plan,
-                                llvm::ArrayRef<uint32_t> Placement);
+                                llvm::ArrayRef<uint32_t> Placement,
+                                llvm::StringRef Who = "");
 
 /// The device index of every op from its `device` annotation. Errors name
 /// ops without one or with a device the cluster lacks.
