@@ -30,7 +30,19 @@ Expected<std::vector<uint32_t>> placeSingle(const PlacementProblem &P,
   double BestTime = 0, FastestTime = 0;
   uint64_t FastestOver = 0;
   std::vector<uint32_t> Placement(N);
-  for (unsigned Dev = 0, E = C.getNumDevices(); Dev != E; ++Dev) {
+  // Under data-parallel replicas, only replica 0's devices (the others
+  // hold its copies).
+  std::vector<unsigned> Devs;
+  for (unsigned Dev = 0, E = C.getNumDevices(); Dev != E; ++Dev)
+    Devs.push_back(Dev);
+  if (const Optional<PipelinePlan> &Plan = P.getSimGraph().getPlan())
+    Devs = getReplicaGroup(C, *Plan, Devs);
+  if (Devs.empty())
+    return makeError("place{algo=single}: replicas=" +
+                     Twine(P.getSimGraph().getPlan()->Replicas) +
+                     " is more than the devices of any type on '" +
+                     C.getName() + "'");
+  for (unsigned Dev : Devs) {
     std::fill(Placement.begin(), Placement.end(), Dev);
     const SimResult &R = P.simulate(Placement);
     if (Fastest < 0 || R.StepTime < FastestTime) {
