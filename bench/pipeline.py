@@ -39,7 +39,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from dpbench import RESULTS, ROOT  # noqa: E402
+from dpbench import RESULTS, ROOT, find_dp_opt  # noqa: E402
 from dpbench.tables import replace_section, reorder_sections, today  # noqa: E402,E501
 
 MODELS = ["inception_v3", "resnet50", "gnmt4", "nmt2", "nmt4", "bert_base"]
@@ -269,9 +269,7 @@ def main():
             write_docs(list(csv.DictReader(f)), "bench/pipeline.py; tables "
                        "by bench/pipeline.py --tables")
         return
-    dp_opt = os.path.join(os.path.abspath(args.build), "bin", "dp-opt")
-    if not os.path.isfile(dp_opt):
-        sys.exit("bench/pipeline.py: no dp-opt in %s" % args.build)
+    dp_opt = find_dp_opt(args.build, "bench/pipeline.py")
     rows, ran = [], set()
     with tempfile.TemporaryDirectory(prefix="dp-pipeline-") as work:
         llamas = [x[0] for x in LLAMA]

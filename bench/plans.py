@@ -12,7 +12,7 @@ inception_v3, bert_base, a LLaMA-1B-shaped decoder of utils/llama-model.py
 at 512 tokens), and the bundled batch for the sequence-first GNMT and NMT
 models (256, 128, 128). The rule was fixed before any run. Rows:
 
-- one GPU: place{algo=single}, the whole batch on gpu:0;
+- one GPU: place{algo=single,device=gpu:0}, the whole batch on gpu:0;
 - data parallel: pipeline{replicas=8} with place{algo=single} (each
   replica one GPU; micro-batches doubled while a replica does not fit);
 - pipeline: pipeline{microbatches=M,schedule=1f1b} with
@@ -41,7 +41,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from dpbench import RESULTS, ROOT  # noqa: E402
+from dpbench import RESULTS, ROOT, find_dp_opt  # noqa: E402
 from dpbench.tables import replace_section, reorder_sections, today  # noqa: E402,E501
 
 CLUSTER = "v100x8-nvlink"
@@ -99,9 +99,11 @@ def model_path(model, work):
 
 
 def prefix(model):
-    imp = "import-onnx"
-    if model in SET_BATCH:
-        imp += "{batch=%d}" % BATCH[model]
+    """The passes before the plan: the import names the batch (or, for
+    the sequence-first models, its axis, which the plan pass divides)."""
+    opts = ["batch=%d" % BATCH[model]] if model in SET_BATCH else []
+    opts += ["batch-axis=%s:1" % n for n in SEQ_FIRST.get(model, [])]
+    imp = "import-onnx" + ("{%s}" % ",".join(opts) if opts else "")
     return [imp, "unroll-rnn", "training-graph", "cost-annotate"]
 
 
@@ -161,7 +163,7 @@ def bench_model(dp_opt, model, args, work):
         out.append(r)
         return s
 
-    add("one GPU", "single", ["place{algo=single}", "simulate"])
+    add("one GPU", "gpu:0", ["place{algo=single,device=gpu:0}", "simulate"])
     # Data parallel: eight one-GPU replicas, accumulating over micro-batches
     # only while a replica does not fit.
     for m in [1, 2, 4, 8, 16, 32]:
@@ -229,7 +231,8 @@ def bench_70b(dp_opt, args, work):
         for p in s["plan_search"]["plans"][1:]:
             others.append({"model": "llama70b", "cluster": "a100x8x4-ib",
                            "batch": 32, "strategy": "plan alternative",
-                           "config": describe(p),
+                           "config": describe(p) + (
+                               "" if p["fits"] else " (%s)" % p["note"]),
                            "step_s": p["step_time_s"] or "",
                            "samples_per_s": p.get("samples_per_s", ""),
                            "fits": p["fits"], "seconds": ""})
@@ -250,7 +253,8 @@ def write_docs(rows, command):
         "sequence-first GNMT and NMT models (a rule fixed before the runs). "
         "*Plan* is the plan pass's choice (`plan`, docs/plans.md); the "
         "other columns are each pure strategy run on its own: *one GPU* "
-        "(`place{algo=single}`), *data parallel* (8 one-GPU replicas, "
+        "(`place{algo=single,device=gpu:0}`; does not fit: no V100 holds "
+        "the step), *data parallel* (8 one-GPU replicas, "
         "`pipeline{replicas=8}`), *pipeline* (the best over M of "
         "`pipeline{microbatches=M}` with `place{algo=pipeline}`), *op "
         "placement* (the best of single, expert, metis and anneal on the "
@@ -273,9 +277,7 @@ def write_docs(rows, command):
                 continue
             x = (" (%.2fx)" % (float(one["step_s"]) / float(b["step_s"]))
                  if one else "")
-            cells.append("%s%s %s" % (ms(b["step_s"]), x,
-                                      "" if strategy == "data parallel"
-                                      else b["config"]))
+            cells.append("%s%s %s" % (ms(b["step_s"]), x, b["config"]))
         plan = [r for r in mr if r["strategy"] == "plan"]
         p = plan[0] if plan else None
         lines.append("| %s | %s | %s (%s) | %s | %s | %s | %s | %s | %s |" % (
@@ -317,9 +319,7 @@ def main():
             write_docs(list(csv.DictReader(f)), "bench/plans.py; tables by "
                        "bench/plans.py --tables")
         return
-    dp_opt = os.path.join(os.path.abspath(args.build), "bin", "dp-opt")
-    if not os.path.isfile(dp_opt):
-        sys.exit("bench/plans.py: no dp-opt in %s" % args.build)
+    dp_opt = find_dp_opt(args.build, "bench/plans.py")
     rows = []
     with tempfile.TemporaryDirectory(prefix="dp-plans-") as work:
         for model in args.models.split(","):
@@ -354,7 +354,11 @@ def main():
                     "ok" if p <= float(b["step_s"]) * (1 + 1e-9)
                     else "SLOWER"))
     if not args.no_docs:
-        write_docs(rows, "bench/plans.py " + " ".join(sys.argv[1:]))
+        command = "bench/plans.py " + " ".join(sys.argv[1:])
+        if ran != set(MODELS + ["llama70b"]):
+            command += "`, which reran %s; the other rows are from earlier " \
+                "runs of `bench/plans.py" % ", ".join(sorted(ran))
+        write_docs(rows, command.strip())
 
 
 if __name__ == "__main__":

@@ -67,6 +67,7 @@ import sys
 import tempfile
 import time
 
+from dpbench import find_dp_opt
 from dpbench.models import MODELS
 from dpbench.tables import reorder_sections, replace_section
 
@@ -1027,9 +1028,7 @@ def main(argv=None):
                        "bench/validate.py; tables by bench/validate.py "
                        "--tables")
         return
-    dp_opt = os.path.join(os.path.abspath(args.build), "bin", "dp-opt")
-    if not os.path.isfile(dp_opt):
-        sys.exit("bench/validate.py: no dp-opt in %s" % args.build)
+    dp_opt = find_dp_opt(args.build, "bench/validate.py")
     models = args.models.split(",")
     modes = args.modes.split(",")
     placers = args.placers.split(",")

@@ -21,3 +21,12 @@ ROOT = os.path.dirname(BENCH)
 RESULTS = os.path.join(BENCH, "results")
 CURVES = os.path.join(RESULTS, "curves")
 DOCS = os.path.join(ROOT, "docs", "results.md")
+
+
+def find_dp_opt(build, script):
+    """dp-opt in \\p build's bin/, or exits naming \\p script."""
+    import sys
+    dp_opt = os.path.join(os.path.abspath(build), "bin", "dp-opt")
+    if not os.path.isfile(dp_opt):
+        sys.exit("%s: no dp-opt in %s" % (script, build))
+    return dp_opt

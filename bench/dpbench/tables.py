@@ -13,6 +13,7 @@ from dpbench.results import RUNS_CSV, budget_rank, cells, machine_line, \
     read_csv
 
 SECTION_ORDER = ["bench quality", "bench validate", "bench pipeline",
+                 "bench plans",
                  "bench papers",
                  "bench curves", "bench generalize", "bench speed",
                  "bench runs"]

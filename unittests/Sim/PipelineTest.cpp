@@ -26,9 +26,7 @@ constexpr int64_t Activation = 1000;
 /// gradient from b_{s+1} (or the loss) and f_s's result, making the
 /// gradient for b_{s-1} and w_s's; an update u_s (no time). Everything but
 /// the activations holds one float.
-struct Chain {
-  GraphBuilder B;
-  std::vector<uint32_t> Placement;
+struct Chain : PlacedGraph {
   std::vector<OpId> Forward, Backward;
 
   Chain() = default;
@@ -53,14 +51,6 @@ struct Chain {
       add("u" + std::to_string(S), 0, {Weights[S], B.result(Backward[S], 1)},
           {1}, "update", S);
     }
-  }
-
-  OpId add(const std::string &Name, double Seconds, llvm::ArrayRef<TensorId> In,
-           llvm::ArrayRef<int64_t> Out, llvm::StringRef Phase, unsigned Dev) {
-    OpId O = B.op(Name, Seconds, In, Out);
-    ann::set(B.G.getOp(O), ann::Phase, Phase);
-    Placement.push_back(Dev);
-    return O;
   }
 
   void plan(unsigned MicroBatches, llvm::StringRef Schedule) {

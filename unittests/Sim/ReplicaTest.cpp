@@ -70,20 +70,6 @@ double allReduceTime(unsigned N, uint64_t S) {
 #define EXPECT_CLOSE(Actual, Expected)                                         \
   EXPECT_NEAR(Actual, Expected, 1e-9 * std::fabs(double(Expected)))
 
-/// A graph built op by op with each op's phase and device.
-struct PlacedGraph {
-  GraphBuilder B;
-  std::vector<uint32_t> Placement;
-
-  OpId add(const std::string &Name, double Seconds, llvm::ArrayRef<TensorId> In,
-           llvm::ArrayRef<int64_t> Out, llvm::StringRef Phase, unsigned Dev) {
-    OpId O = B.op(Name, Seconds, In, Out);
-    ann::set(B.G.getOp(O), ann::Phase, Phase);
-    Placement.push_back(Dev);
-    return O;
-  }
-};
-
 /// A training step of layers 0..L-1, layer l on device Dev[l]: forward
 /// f_l (F[l]) reads f_{l-1}'s result (or input x) and weight w_l of
 /// Floats[l] floats; a loss (no time) on the last layer's device; then,

@@ -14,6 +14,7 @@
 #ifndef DP_UNITTESTS_TESTGRAPHS_H
 #define DP_UNITTESTS_TESTGRAPHS_H
 
+#include "dp/IR/Annotations.h"
 #include "dp/Place/Placer.h"
 
 #include "DiagnosticsTestUtil.h"
@@ -105,6 +106,21 @@ public:
 
   Graph G;
   double CPUFactor;
+};
+
+/// A graph built op by op, with each op's phase (training-graph's
+/// annotation) and device.
+struct PlacedGraph {
+  GraphBuilder B;
+  std::vector<uint32_t> Placement;
+
+  OpId add(const std::string &Name, double Seconds, llvm::ArrayRef<TensorId> In,
+           llvm::ArrayRef<int64_t> Out, llvm::StringRef Phase, unsigned Dev) {
+    OpId O = B.op(Name, Seconds, In, Out);
+    ann::set(B.G.getOp(O), ann::Phase, Phase);
+    Placement.push_back(Dev);
+    return O;
+  }
 };
 
 /// The placement problem of \p G on \p C; fails the test if it fails.
