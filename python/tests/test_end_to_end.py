@@ -358,3 +358,35 @@ def test_value_dependent_dimension_takes_a_bound(tmp_path, two_cpus):
         ref = m(x).numpy()
     got = np.load(str(tmp_path / "out.npz"))["y"]
     assert max_rel_err(got, ref) < TOL
+
+
+def test_replica_device_maps_cover_the_model(tmp_path):
+    """Two data-parallel replicas of a two-stage pipeline of torchvision's
+    resnet18 on p100x4: emit writes replica 0's device_map and replica
+    1's, each of which accelerate's rule finds complete for the model,
+    the second on the first's devices' copies (gpu:k+2), none shared."""
+    m = _model("resnet18")
+    x = torch.randn(8, 3, 32, 32)
+    torch.onnx.export(m, (x,), str(tmp_path / "m.onnx"), opset_version=14,
+                      training=torch.onnx.TrainingMode.PRESERVE,
+                      input_names=["x"], output_names=["y"])
+    proc = _run_dp_opt(tmp_path, "p100x4",
+                       "import-onnx,training-graph,cost-annotate,"
+                       "pipeline{replicas=2,microbatches=2},"
+                       "place{algo=pipeline,stages=2},emit{format=device-map"
+                       "+json,out=%s/placed}" % tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    maps = []
+    for name in ("placed.device_map.json", "placed.replica1.device_map.json"):
+        with open(str(tmp_path / name)) as f:
+            maps.append(json.load(f))
+    for device_map in maps:
+        assert _accelerate_missing(m, device_map) == []
+    assert list(maps[0]) == list(maps[1])
+    assert {maps[1][k] - maps[0][k] for k in maps[0]} == {2}
+    assert not set(maps[0].values()) & set(maps[1].values())
+    with open(str(tmp_path / "placed.placement.json")) as f:
+        placement = json.load(f)
+    assert placement["replicas"] == 2
+    assert placement["replica_devices"] == {"gpu:0": ["gpu:0", "gpu:2"],
+                                            "gpu:1": ["gpu:1", "gpu:3"]}
