@@ -168,10 +168,20 @@ class YAMLConverter {
 public:
   YAMLConverter(StringRef File, SourceMgr &SM) : File(File), SM(SM) {}
 
-  Expected<DocNode> convert(yaml::Node *Node, std::string Path) {
+  /// A cluster file nests a few levels; deeper input is refused before
+  /// the recursion (here and in the YAML parser, which parses a
+  /// collection as it is walked) can exhaust the stack.
+  static constexpr unsigned MaxDepth = 64;
+
+  Expected<DocNode> convert(yaml::Node *Node, std::string Path,
+                            unsigned Depth = 0) {
     DocNode N;
     N.Path = std::move(Path);
     setPosition(Node, N.Line, N.Column);
+    if (Depth > MaxDepth)
+      return makeFileError(File, N.Line, N.Column,
+                           "nested more than " + Twine(MaxDepth) +
+                               " levels deep");
     // A flow collection's range starts after its '[' or '{'.
     if (isa<yaml::SequenceNode>(Node) || isa<yaml::MappingNode>(Node))
       setFlowPosition(Node, isa<yaml::SequenceNode>(Node) ? '[' : '{', N.Line,
@@ -193,7 +203,8 @@ public:
       N.Kind = DocNode::NodeKind::Seq;
       unsigned I = 0;
       for (yaml::Node &Element : *Seq) {
-        Expected<DocNode> C = convert(&Element, elementPath(N.Path, I++));
+        Expected<DocNode> C =
+            convert(&Element, elementPath(N.Path, I++), Depth + 1);
         if (!C)
           return C.takeError();
         N.Children.push_back(std::move(*C));
@@ -215,7 +226,8 @@ public:
         yaml::Node *Value = KV.getValue();
         if (!Value)
           return makeFileError(File, N.Line, N.Column, "invalid YAML");
-        Expected<DocNode> C = convert(Value, childPath(N.Path, KeyText));
+        Expected<DocNode> C =
+            convert(Value, childPath(N.Path, KeyText), Depth + 1);
         if (!C)
           return C.takeError();
         C->Key = std::move(KeyText);
