@@ -28,7 +28,6 @@ needs at least (M + p - 1) W / p.
 --tables rebuilds the section from the CSV alone.
 """
 
-import argparse
 import csv
 import json
 import os
@@ -39,7 +38,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from dpbench import RESULTS, ROOT, find_dp_opt  # noqa: E402
+from dpbench import RESULTS, ROOT, parse_bench_args  # noqa: E402
 from dpbench.tables import replace_section, reorder_sections, today  # noqa: E402,E501
 
 MODELS = ["inception_v3", "resnet50", "gnmt4", "nmt2", "nmt4", "bert_base"]
@@ -255,21 +254,15 @@ def write_docs(rows, command):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
-    ap.add_argument("--models", default=",".join(MODELS))
-    ap.add_argument("--cluster", default="p100x4")
-    ap.add_argument("--microbatches", type=int, default=8)
-    ap.add_argument("--anneal-seconds", type=float, default=30)
-    ap.add_argument("--no-docs", action="store_true")
-    ap.add_argument("--tables", action="store_true")
-    args = ap.parse_args()
-    if args.tables:
-        with open(CSV) as f:
-            write_docs(list(csv.DictReader(f)), "bench/pipeline.py; tables "
-                       "by bench/pipeline.py --tables")
+    def extra(ap):
+        ap.add_argument("--cluster", default="p100x4")
+        ap.add_argument("--microbatches", type=int, default=8)
+        ap.add_argument("--anneal-seconds", type=float, default=30)
+    parsed = parse_bench_args("bench/pipeline.py", __doc__, MODELS, CSV,
+                              write_docs, extra)
+    if parsed is None:
         return
-    dp_opt = find_dp_opt(args.build, "bench/pipeline.py")
+    args, dp_opt = parsed
     rows, ran = [], set()
     with tempfile.TemporaryDirectory(prefix="dp-pipeline-") as work:
         llamas = [x[0] for x in LLAMA]

@@ -30,7 +30,6 @@ Writes bench/results/plans.csv and the "bench plans" section of
 docs/results.md. --tables rebuilds the section from the CSV alone.
 """
 
-import argparse
 import csv
 import json
 import os
@@ -41,7 +40,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from dpbench import RESULTS, ROOT, find_dp_opt  # noqa: E402
+from dpbench import RESULTS, ROOT, parse_bench_args  # noqa: E402
 from dpbench.tables import replace_section, reorder_sections, today  # noqa: E402,E501
 
 CLUSTER = "v100x8-nvlink"
@@ -305,21 +304,15 @@ def write_docs(rows, command):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
-    ap.add_argument("--models", default=",".join(MODELS + ["llama70b"]))
-    ap.add_argument("--plan-seconds", type=float, default=60)
-    ap.add_argument("--big-plan-seconds", type=float, default=100)
-    ap.add_argument("--anneal-seconds", type=float, default=30)
-    ap.add_argument("--no-docs", action="store_true")
-    ap.add_argument("--tables", action="store_true")
-    args = ap.parse_args()
-    if args.tables:
-        with open(CSV) as f:
-            write_docs(list(csv.DictReader(f)), "bench/plans.py; tables by "
-                       "bench/plans.py --tables")
+    def extra(ap):
+        ap.add_argument("--plan-seconds", type=float, default=60)
+        ap.add_argument("--big-plan-seconds", type=float, default=100)
+        ap.add_argument("--anneal-seconds", type=float, default=30)
+    parsed = parse_bench_args("bench/plans.py", __doc__, MODELS + ["llama70b"],
+                              CSV, write_docs, extra)
+    if parsed is None:
         return
-    dp_opt = find_dp_opt(args.build, "bench/plans.py")
+    args, dp_opt = parsed
     rows = []
     with tempfile.TemporaryDirectory(prefix="dp-plans-") as work:
         for model in args.models.split(","):

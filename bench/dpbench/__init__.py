@@ -30,3 +30,26 @@ def find_dp_opt(build, script):
     if not os.path.isfile(dp_opt):
         sys.exit("%s: no dp-opt in %s" % (script, build))
     return dp_opt
+
+
+def parse_bench_args(script, doc, models, csv_path, write_docs, extra):
+    """The flags of a simulating bench (bench/pipeline.py, bench/plans.py):
+    --build, --models (default \\p models), --no-docs, --tables and those
+    \\p extra adds to the parser. With --tables, rebuilds the section from
+    \\p csv_path with \\p write_docs and returns None; else (args, the
+    dp-opt to run)."""
+    import argparse
+    import csv
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--models", default=",".join(models))
+    extra(ap)
+    ap.add_argument("--no-docs", action="store_true")
+    ap.add_argument("--tables", action="store_true")
+    args = ap.parse_args()
+    if args.tables:
+        with open(csv_path) as f:
+            write_docs(list(csv.DictReader(f)), "%s; tables by %s --tables"
+                       % (script, script))
+        return None
+    return args, find_dp_opt(args.build, script)
