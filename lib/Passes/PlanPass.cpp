@@ -34,7 +34,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <limits>
 
 using namespace llvm;
 
