@@ -243,7 +243,7 @@ void SimGraph::expandMicroBatches(const Graph &G, const PipelinePlan &P) {
     NewResultsBegin[I + 1] = NewResults.size();
   }
   // With replicas, what the updates read from the last micro-batch is
-  // all-reduced: in the order the backward makes it.
+  // all-reduced, in the order of the ops that make it.
   Gradients.clear();
   if (P.Replicas > 1) {
     for (uint32_t T = 0; T != NumTensors; ++T)
