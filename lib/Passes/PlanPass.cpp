@@ -62,6 +62,10 @@ private:
   /// in \p Placement its placement when it fits.
   PlanCandidate evaluate(const Config &Cfg, bool Recompute, double Seconds,
                          std::vector<uint32_t> &Placement);
+  /// Simulates \p Units of \p Problem for \p P (its stages, step, fit)
+  /// and gives their op placement in \p Placement.
+  void score(const PlacementProblem &Problem, ArrayRef<uint32_t> Units,
+             PlanCandidate &P, std::vector<uint32_t> &Placement);
   /// The flat placer's candidate on \p G (the whole batch).
   PlanCandidate evaluateFlat(const Graph &G, double Seconds,
                              std::vector<uint32_t> &Placement);
@@ -256,16 +260,8 @@ PlanCandidate PlanSearcher::evaluate(const Config &Cfg, bool Recompute,
     }
     Units = std::move(*Placed);
   }
-  const SimResult &R = Problem->simulate(Units);
-  ++Tried;
-  P.Stages = count_if(R.OpCount, [](uint32_t N) { return N != 0; });
+  score(*Problem, Units, P, Placement);
   P.Kind = getKind(P.Replicas, P.Stages);
-  P.StepTime = R.StepTime;
-  P.Fits = !R.OOM;
-  if (!P.Fits)
-    P.Note = "does not fit: " + C.getDevices()[R.OOMDevice].Name + " over by " +
-             formatBytes(R.OOMBytesOver);
-  Placement = Problem->expand(Units);
   return P;
 }
 
@@ -289,7 +285,14 @@ PlanCandidate PlanSearcher::evaluateFlat(const Graph &G, double Seconds,
     P.Note = "does not fit: " + getMessage(Placed.takeError());
     return P;
   }
-  const SimResult &R = Problem->simulate(*Placed);
+  score(*Problem, *Placed, P, Placement);
+  return P;
+}
+
+void PlanSearcher::score(const PlacementProblem &Problem,
+                         ArrayRef<uint32_t> Units, PlanCandidate &P,
+                         std::vector<uint32_t> &Placement) {
+  const SimResult &R = Problem.simulate(Units);
   ++Tried;
   P.Stages = count_if(R.OpCount, [](uint32_t N) { return N != 0; });
   P.StepTime = R.StepTime;
@@ -297,8 +300,7 @@ PlanCandidate PlanSearcher::evaluateFlat(const Graph &G, double Seconds,
   if (!P.Fits)
     P.Note = "does not fit: " + C.getDevices()[R.OOMDevice].Name + " over by " +
              formatBytes(R.OOMBytesOver);
-  Placement = Problem->expand(*Placed);
-  return P;
+  Placement = Problem.expand(Units);
 }
 
 void PlanSearcher::consider(PlanCandidate P, std::vector<uint32_t> &Placement,
