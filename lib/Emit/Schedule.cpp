@@ -352,6 +352,9 @@ void writePipelinePlan(json::OStream &J, const PlacedStep &S,
     // the gradient buckets all-reduced among them, in the order they
     // start (the simulated step's).
     J.attribute("replicas", int64_t(Plan.Replicas));
+    // Each stage keeps only what it receives and runs its forward again
+    // before each backward.
+    J.attribute("recompute", Plan.Recompute);
     if (Plan.Replicas > 1)
       J.attributeArray("buckets", [&] {
         for (const CollectiveRecord &B : S.Result.Collectives)

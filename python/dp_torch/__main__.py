@@ -164,7 +164,11 @@ def check_launch(args):
                         require_weights=args.require_weights)
     check_device_map(graph, parse_device_map(args.device_map))
     if args.nproc == AUTO:
-        return len(graph.devices)
+        return len(graph.rank_devices)
+    if graph.plan is not None:
+        from .plan import check_ranks
+        check_ranks(graph, args.nproc)
+        return args.nproc
     if args.nproc != len(graph.devices):
         raise RuntimeError_(
             "%s: error: the placement uses %d devices (%s), so it runs on "
@@ -317,6 +321,14 @@ def run_single(args):
     torch.manual_seed(args.seed)
     graph = PlacedGraph(args.model, seed=args.seed,
                         require_weights=args.require_weights)
+    if graph.plan is not None:
+        # A plan runs as ranks, even one (its micro-batches in turn).
+        from .plan import check_ranks
+        check_ranks(graph, 1)
+        os.environ.update(MASTER_ADDR="127.0.0.1",
+                          MASTER_PORT=str(_free_port()), RANK="0",
+                          WORLD_SIZE="1")
+        return run_rank(args)
     memory = PeakMemory()
     module = PlacedModule(graph, device_map=parse_device_map(args.device_map))
     given = load_inputs(args.inputs)
@@ -460,7 +472,10 @@ def run_rank(args):
     graph = PlacedGraph(args.model, seed=args.seed,
                         require_weights=args.require_weights)
     memory = PeakMemory()
-    if world != len(graph.devices):
+    if graph.plan is not None:
+        from .plan import check_ranks
+        check_ranks(graph, world)
+    elif world != len(graph.devices):
         raise RuntimeError_(
             "%s: error: the placement uses %d devices (%s), so it runs on "
             "%d ranks, not %d" % (args.model, len(graph.devices),
@@ -471,14 +486,20 @@ def run_rank(args):
     if backend is None:
         all_cuda = torch.cuda.is_available() and all(
             d.startswith("gpu:") and device_map.get(d, "cuda").startswith(
-                "cuda") for d in graph.devices)
+                "cuda") for d in graph.rank_devices)
         backend = "nccl" if all_cuda else "gloo"
     dist.init_process_group(
         backend, rank=rank, world_size=world,
         timeout=datetime.timedelta(seconds=args.timeout))
     try:
-        runner = DistRunner(graph, rank, world, device_map=device_map,
-                            schedule=args.schedule, local_rank=local_rank)
+        if graph.plan is not None:
+            from .plan import PlanRunner
+            runner = PlanRunner(graph, rank, world, device_map=device_map,
+                                local_rank=local_rank)
+        else:
+            runner = DistRunner(graph, rank, world, device_map=device_map,
+                                schedule=args.schedule,
+                                local_rank=local_rank)
         return _run_rank_steps(args, graph, runner, rank, world, dist,
                                memory)
     finally:
@@ -512,7 +533,7 @@ def _timeline(args, graph, runner, step, devices, dist):
              for d in (graph.predicted or {}).get("devices") or []
              if isinstance(d, dict)}
     names = {d: "%s (%s)" % (d, types[d]) if types.get(d) else d
-             for d in graph.devices}
+             for d in graph.rank_devices}
     write_trace(args.profile, names,
                 [(d, [(k, n, t0 - s0, t1 - s0, a)
                       for k, n, t0, t1, a in evs])
@@ -521,7 +542,11 @@ def _timeline(args, graph, runner, step, devices, dist):
 
 def _run_rank_steps(args, graph, runner, rank, world, dist, memory):
     given = load_inputs(args.inputs)
-    arrays = make_inputs(graph, args.seed, given)
+    if graph.plan is not None:
+        from .plan import plan_inputs
+        arrays = plan_inputs(graph, args.seed, given)
+    else:
+        arrays = make_inputs(graph, args.seed, given)
     feeds = {n: as_tensor(a)
              for n, a in arrays.items()}
     optimizer = Optimizer(args.optimizer, lr=args.lr) if args.train else None
@@ -560,7 +585,7 @@ def _run_rank_steps(args, graph, runner, rank, world, dist, memory):
                          device=runner.comm_device)
         dist.all_reduce(t, op=dist.ReduceOp.MAX)
         times.append(float(t))
-        busy.append(elapsed - runner.times.wait)
+        busy.append(elapsed - runner.times.wait - runner.times.allreduce)
         parts.append(runner.breakdown())
     if args.profile:
         root, ext = os.path.splitext(args.profile)
@@ -588,14 +613,26 @@ def _run_rank_steps(args, graph, runner, rank, world, dist, memory):
         "outputs": outs if args.outputs else {},
         "weights": weights if args.save_weights else {},
     }
+    if graph.plan is not None:
+        mine["replica"], mine["stage"] = runner.replica, runner.stage
     gathered = [None] * world
     dist.all_gather_object(gathered, mine)
     if rank != 0:
         return 0
     if args.outputs:
         merged = {}
-        for g in gathered:
-            merged.update(g["outputs"])
+        if graph.plan is not None:
+            # Each replica's share of the global batch, in replica order.
+            from .plan import output_axis
+            parts = {}
+            for g in sorted(gathered, key=lambda g: g["replica"]):
+                for n, v in g["outputs"].items():
+                    parts.setdefault(n, []).append(v)
+            merged = {n: np.concatenate(vs, output_axis(graph.plan))
+                      for n, vs in parts.items()}
+        else:
+            for g in gathered:
+                merged.update(g["outputs"])
         write_npz(args.outputs, merged)
     if args.save_weights:
         merged = {}
@@ -605,10 +642,18 @@ def _run_rank_steps(args, graph, runner, rank, world, dist, memory):
     if args.report:
         devs = [{k: g[k] for k in ("device", "torch_device", "rank",
                                    "busy_s", "peak_bytes", "sent_bytes",
-                                   "breakdown")}
+                                   "breakdown", "replica", "stage")
+                 if k in g}
                 for g in gathered]
         report = _report(args, graph, world, times, devs, None,
                          float(total) if args.train else None)
+        if graph.plan is not None:
+            plan = graph.plan
+            report["plan"] = {
+                "microbatches": plan.microbatches,
+                "schedule": plan.schedule, "replicas": plan.replicas,
+                "stages": [s.replica_devices for s in plan.stages],
+                "recompute": plan.recompute}
         write_json(args.report, report)
     return 0
 

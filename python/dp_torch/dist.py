@@ -220,18 +220,15 @@ def _sorted_segments(segs, deps, seg_of):
     return out, {t: new_index[i] for t, i in seg_of.items()}
 
 
-class DistRunner:
-    """This rank's part of the placed model, and the step protocol."""
+class Messenger:
+    """One rank's point-to-point messages and the account of its step's
+    time: what DistRunner (one rank per device) and plan.PlanRunner (a
+    pipeline stage of a replica per rank) share."""
 
-    def __init__(self, graph, rank, world, device_map=None, schedule=None,
-                 local_rank=0, profile_names=True):
-        devices = graph.devices
-        if world != len(devices):
-            raise RuntimeError_(
-                "%s: error: the placement uses %d devices (%s), so it runs "
-                "on %d ranks, not %d"
-                % (graph.path, len(devices), ", ".join(devices),
-                   len(devices), world))
+    def _setup(self, graph, rank, world, device_map, local_rank):
+        """This rank's device (the rank-th of graph.rank_devices), its
+        torch device and the backend's; checks the device map."""
+        devices = graph.rank_devices
         self.graph = graph
         self.rank = rank
         self.world = world
@@ -245,20 +242,126 @@ class DistRunner:
             device_map[dp_dev] = "cuda:%d" % (local_rank %
                                               torch.cuda.device_count())
         self.torch_device = resolve_device(dp_dev, device_map)
-        self.module = PlacedModule(graph, profile_names=profile_names,
-                                   only_device=dp_dev,
-                                   torch_devices={dp_dev: self.torch_device})
         self.backend = dist.get_backend() if dist.is_initialized() else None
-        self.schedule = schedule or (
-            "lockstep" if self.backend == "nccl" else "lazy")
-        self.stage = (self.backend != "nccl" and
-                      self.torch_device.type == "cuda")
-        # NCCL moves CUDA tensors only; gloo CPU tensors (CUDA ones are
-        # staged through host memory).
+        # CUDA tensors go through host memory on gloo.
+        self.via_host = (self.backend != "nccl" and
+                         self.torch_device.type == "cuda")
+        # NCCL moves CUDA tensors only; gloo CPU tensors.
         self.comm_device = (self.torch_device if self.backend == "nccl"
                             else torch.device("cpu"))
         if self.torch_device.type == "cuda":
             torch.cuda.set_device(self.torch_device)
+        self.times = _Times()
+        self.sent_bytes = 0
+        self.recv_bytes = 0
+        self.pending = []
+        self.posted = {}
+        # A timeline.Recorder for profiled steps, or None.
+        self.recorder = None
+
+    # ------------------------------------------------------------------
+    # Messages
+    # ------------------------------------------------------------------
+
+    def _isend(self, tensor, dst, tag, count=True, name=""):
+        start = time.perf_counter()
+        t = tensor.detach()
+        if self.via_host:
+            t = t.cpu()
+        t = t.contiguous()
+        nbytes = t.numel() * t.element_size()
+        if count:
+            self.sent_bytes += nbytes
+        self.pending.append((dist.isend(t, dst, tag=tag), t))
+        self.times.send += time.perf_counter() - start
+        if self.recorder is not None:
+            self.recorder.span("send", name, start, tag=tag,
+                               to=self.graph.rank_devices[dst], bytes=nbytes)
+
+    def _wait(self, work, tag=None, name=""):
+        start = time.perf_counter()
+        work.wait()
+        self.times.wait += time.perf_counter() - start
+        if tag is not None and self.recorder is not None:
+            self.recorder.span("wait", name, start, tag=tag)
+
+    def _recv_now(self, buf, src, tag, name=""):
+        start = time.perf_counter()
+        dist.recv(buf, src, tag=tag)
+        self.times.wait += time.perf_counter() - start
+        if self.recorder is not None:
+            self.recorder.span("wait", name, start, tag=tag)
+
+    def _buffer(self, shape, dtype):
+        device = torch.device("cpu") if self.via_host else self.torch_device
+        return torch.empty(shape, dtype=dtype, device=device)
+
+    def _take(self, shape, dtype, src, tag, name=""):
+        """The message `tag` from src: its posted receive, or one now."""
+        got = self.posted.pop(tag, None)
+        if got is not None:
+            self._wait(got[0], tag, name)
+            buf = got[1]
+        else:
+            buf = self._buffer(shape, dtype)
+            self._recv_now(buf, src, tag, name)
+        self.recv_bytes += buf.numel() * buf.element_size()
+        return buf.to(self.torch_device) if self.via_host else buf
+
+    def _send_head(self, value, dst, tag, name):
+        """The shape and type of a tensor about to be sent, for a
+        receiver that does not know them yet."""
+        head = torch.zeros(10, dtype=torch.int64, device=self.comm_device)
+        head[0] = _DTYPES.index(value.dtype)
+        head[1] = value.dim()
+        if value.dim():
+            head[2:2 + value.dim()] = torch.tensor(list(value.shape))
+        self._isend(head, dst, tag, count=False, name=name + "/head")
+
+    def _recv_head(self, src, tag, name):
+        """(shape, dtype) that _send_head sent."""
+        head = torch.empty(10, dtype=torch.int64, device=self.comm_device)
+        self._recv_now(head, src, tag, name + "/head")
+        rank = int(head[1])
+        return (tuple(int(v) for v in head[2:2 + rank]),
+                _DTYPES[int(head[0])])
+
+    def breakdown(self):
+        """Where the last step's time went on this rank, in seconds:
+        ops (node kernels, autograd's backward, the optimizer), dispatch
+        (the runtime's Python between kernels), send (posting sends),
+        recv (posting receives), wait (blocked on messages), allreduce
+        (blocked on the gradients' all-reduces), other."""
+        t = self.times
+        ops = t.kernels + t.ops
+        dispatch = max(0.0, t.run - t.kernels)
+        other = max(0.0, t.step - ops - dispatch - t.send - t.recv -
+                    t.wait - t.allreduce)
+        return {"ops_s": ops, "dispatch_s": dispatch, "send_s": t.send,
+                "recv_s": t.recv, "wait_s": t.wait,
+                "allreduce_s": t.allreduce, "other_s": other,
+                "step_s": t.step}
+
+
+class DistRunner(Messenger):
+    """This rank's part of the placed model, and the step protocol."""
+
+    def __init__(self, graph, rank, world, device_map=None, schedule=None,
+                 local_rank=0, profile_names=True):
+        devices = graph.devices
+        if world != len(devices):
+            raise RuntimeError_(
+                "%s: error: the placement uses %d devices (%s), so it runs "
+                "on %d ranks, not %d"
+                % (graph.path, len(devices), ", ".join(devices),
+                   len(devices), world))
+        self._setup(graph, rank, world, device_map, local_rank)
+        dp_dev = self.device
+        self.module = PlacedModule(graph, profile_names=profile_names,
+                                   only_device=dp_dev,
+                                   torch_devices={dp_dev: self.torch_device})
+        self.schedule = schedule or (
+            "lockstep" if self.backend == "nccl" else "lazy")
         self.segs, self.seg_of, self.readers = make_segments(graph)
         order = graph.schedule.order if graph.schedule is not None else None
         self.orders = {train: full_order(order, len(self.segs), train)
@@ -274,11 +377,6 @@ class DistRunner:
         self.meta = {}
         self.sent_heads = set()
         self.input_grads = True
-        self.times = _Times()
-        self.sent_bytes = 0
-        self.recv_bytes = 0
-        # A timeline.Recorder for profiled steps, or None.
-        self.recorder = None
 
     # ------------------------------------------------------------------
     # The plan: who sends what to whom, with one tag per message
@@ -426,43 +524,6 @@ class DistRunner:
     def _tag(self, t, dst, grad=False):
         return self.messages[(t, dst)] + (self.num_messages if grad else 0)
 
-    # ------------------------------------------------------------------
-    # Messages
-    # ------------------------------------------------------------------
-
-    def _isend(self, tensor, dst, tag, count=True, name=""):
-        start = time.perf_counter()
-        t = tensor.detach()
-        if self.stage:
-            t = t.cpu()
-        t = t.contiguous()
-        nbytes = t.numel() * t.element_size()
-        if count:
-            self.sent_bytes += nbytes
-        self.pending.append((dist.isend(t, dst, tag=tag), t))
-        self.times.send += time.perf_counter() - start
-        if self.recorder is not None:
-            self.recorder.span("send", name, start, tag=tag,
-                               to=self.graph.devices[dst], bytes=nbytes)
-
-    def _wait(self, work, tag=None, name=""):
-        start = time.perf_counter()
-        work.wait()
-        self.times.wait += time.perf_counter() - start
-        if tag is not None and self.recorder is not None:
-            self.recorder.span("wait", name, start, tag=tag)
-
-    def _recv_now(self, buf, src, tag, name=""):
-        start = time.perf_counter()
-        dist.recv(buf, src, tag=tag)
-        self.times.wait += time.perf_counter() - start
-        if self.recorder is not None:
-            self.recorder.span("wait", name, start, tag=tag)
-
-    def _buffer(self, shape, dtype):
-        device = torch.device("cpu") if self.stage else self.torch_device
-        return torch.empty(shape, dtype=dtype, device=device)
-
     def _post_receives(self, train):
         """Posts, at the start of a step, every receive of the step whose
         shape is known (all of them after the first step), so that each
@@ -490,31 +551,12 @@ class DistRunner:
                 self.posted[gtag] = (dist.irecv(buf, dst, tag=gtag), buf)
         self.times.recv += time.perf_counter() - start
 
-    def _take(self, shape, dtype, src, tag, name=""):
-        """The message `tag` from src: its posted receive, or one now."""
-        got = self.posted.pop(tag, None)
-        if got is not None:
-            self._wait(got[0], tag, name)
-            buf = got[1]
-        else:
-            buf = self._buffer(shape, dtype)
-            self._recv_now(buf, src, tag, name)
-        self.recv_bytes += buf.numel() * buf.element_size()
-        return buf.to(self.torch_device) if self.stage else buf
-
     def _send(self, t, dst, value, grad=False):
         tag = self._tag(t, dst, grad)
         if not grad and (t, dst) not in self.sent_heads:
             # The first time: the shape and type, so that the receiver
             # can allocate the buffer.
-            head = torch.zeros(10, dtype=torch.int64,
-                               device=self.comm_device)
-            head[0] = _DTYPES.index(value.dtype)
-            head[1] = value.dim()
-            if value.dim():
-                head[2:2 + value.dim()] = torch.tensor(list(value.shape))
-            self._isend(head, dst, tag + 2 * self.num_messages, count=False,
-                        name=t + "/head")
+            self._send_head(value, dst, tag + 2 * self.num_messages, t)
             self.sent_heads.add((t, dst))
         if not grad:
             self.meta[t] = (tuple(value.shape), value.dtype)
@@ -527,13 +569,8 @@ class DistRunner:
         src = self._owner(t)
         tag = self._tag(t, self.rank)
         if t not in self.meta:
-            head = torch.empty(10, dtype=torch.int64,
-                               device=self.comm_device)
-            self._recv_now(head, src, tag + 2 * self.num_messages,
-                           t + "/head")
-            rank = int(head[1])
-            self.meta[t] = (tuple(int(v) for v in head[2:2 + rank]),
-                            _DTYPES[int(head[0])])
+            self.meta[t] = self._recv_head(src, tag + 2 * self.num_messages,
+                                           t)
         shape, dtype = self.meta[t]
         v = self._take(shape, dtype, src, tag, t)
         self.received[t] = v
@@ -710,27 +747,14 @@ class DistRunner:
         return self._take(shape, dtype, dst, self._tag(t, dst, grad=True),
                           t + "/grad")
 
-    def breakdown(self):
-        """Where the last step's time went on this rank, in seconds:
-        ops (node kernels, autograd's backward, the optimizer), dispatch
-        (the runtime's Python between kernels), send (posting sends),
-        recv (posting receives), wait (blocked on messages), other."""
-        t = self.times
-        ops = t.kernels + t.ops
-        dispatch = max(0.0, t.run - t.kernels)
-        other = max(0.0, t.step - ops - dispatch - t.send - t.recv - t.wait)
-        return {"ops_s": ops, "dispatch_s": dispatch, "send_s": t.send,
-                "recv_s": t.recv, "wait_s": t.wait, "other_s": other,
-                "step_s": t.step}
-
-
 class _Times:
     """Seconds of one step on one rank, by what they were spent on."""
-    __slots__ = ("step", "run", "kernels", "ops", "send", "recv", "wait")
+    __slots__ = ("step", "run", "kernels", "ops", "send", "recv", "wait",
+                 "allreduce")
 
     def __init__(self):
         self.step = self.run = self.kernels = self.ops = 0.0
-        self.send = self.recv = self.wait = 0.0
+        self.send = self.recv = self.wait = self.allreduce = 0.0
 
 
 class _Backward:

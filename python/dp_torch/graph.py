@@ -235,8 +235,10 @@ class PlacedGraph:
                         "by the runtime" % (path, name, op))
             nodes.append(node)
         self.nodes = self._sort(nodes)
-        from .schedule import parse_predicted, parse_schedule
+        from .schedule import parse_plan, parse_predicted, parse_schedule
         self.schedule = parse_schedule(path, meta, self.nodes)
+        # A pipeline or data-parallel plan (dp.pipeline), or None.
+        self.plan = parse_plan(path, meta, self.schedule, self.nodes)
         self.predicted = parse_predicted(path, meta)
 
         base_dir = os.path.dirname(os.path.abspath(path))
@@ -291,6 +293,12 @@ class PlacedGraph:
             if node.device not in self.devices:
                 self.devices.append(node.device)
         self.devices.sort(key=_device_sort_key)
+        # One rank per device: the placement's, or with a plan every
+        # stage's in every replica; sorted by kind and index.
+        self.rank_devices = list(self.devices)
+        if self.plan is not None:
+            self.rank_devices = sorted(self.plan.devices(),
+                                       key=_device_sort_key)
 
     def _sort(self, nodes):
         """A topological order that keeps file order where it can."""

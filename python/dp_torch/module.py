@@ -55,11 +55,11 @@ def check_device_map(graph, device_map):
     does not have, before any weight is made or any rank started."""
     for dp_dev, torch_dev in sorted(device_map.items()):
         entry = "%s=%s" % (dp_dev, torch_dev)
-        if dp_dev not in graph.devices:
+        if dp_dev not in graph.rank_devices:
             raise RuntimeError_(
                 "--device-map: error: '%s' maps %s, which the placement "
                 "of %s does not use (it uses %s)"
-                % (entry, dp_dev, graph.path, ", ".join(graph.devices)))
+                % (entry, dp_dev, graph.path, ", ".join(graph.rank_devices)))
         dev = torch.device(torch_dev)
         if dev.type != "cuda":
             continue
@@ -92,8 +92,9 @@ def resolve_device(dp_device, device_map):
                         % (dp_device, dp_device))
 
 
-def make_inputs(graph, seed, given=None):
-    """Graph inputs: the given arrays, else random ones from the seed."""
+def make_inputs(graph, seed, given=None, shapes=None):
+    """Graph inputs: the given arrays, else random ones from the seed, of
+    the graph's shapes or those in `shapes` (name -> shape)."""
     given = given or {}
     out = {}
     gen = np.random.default_rng(seed)
@@ -102,7 +103,7 @@ def make_inputs(graph, seed, given=None):
         if name in given:
             out[name] = np.asarray(given[name])
             continue
-        shape = src.shape
+        shape = (shapes or {}).get(name, src.shape)
         if any(d is None for d in shape):
             raise RuntimeError_(
                 "graph input '%s': error: its shape %s is not static; give "

@@ -13,6 +13,10 @@
 * ``dp.predicted``: the simulated step, with each device's busy time and
   peak memory, which the runtime's report shows beside the measured one.
 
+* ``dp.pipeline``: a plan (micro-batches, stages, data-parallel
+  replicas), read by ``parse_plan``; the model is then one micro-batch's
+  and the plan runner (plan.py) runs it.
+
 A model without ``dp.schedule`` (placed by hand, or by a dp older than
 the schedule) runs in the default order: every forward item in segment
 order, then every backward item in reverse. So does the backward part of
@@ -61,20 +65,7 @@ def _json(path, key, text):
 
 def parse_schedule(path, meta, nodes):
     """The Schedule in meta, checked against the placed nodes; None when
-    the model has none. A pipeline plan's model (``dp.pipeline``) is one
-    micro-batch's: run as a plain placement it would compute a fraction
-    of the step, so it is refused."""
-    if PIPELINE_KEY in meta:
-        plan = _json(path, PIPELINE_KEY, meta[PIPELINE_KEY])
-        what = ""
-        if isinstance(plan, dict):
-            what = " (%s micro-batches, %s)" % (plan.get("microbatches"),
-                                                plan.get("schedule"))
-        raise RuntimeError_(
-            "%s: error: the model is a pipeline plan%s, whose stages run "
-            "one micro-batch each; this runtime runs plain placements "
-            "only (emit it without pipeline{} to run it here)"
-            % (path, what))
+    the model has none."""
     if SCHEDULE_KEY not in meta:
         return None
     where = "%s: metadata '%s'" % (path, SCHEDULE_KEY)
@@ -201,3 +192,156 @@ def parse_predicted(path, meta):
         raise RuntimeError_("%s: metadata '%s': error: expected an object "
                             "with a number 'step_s'" % (path, PREDICTED_KEY))
     return obj
+
+
+class Stage:
+    """One pipeline stage: its device in replica 0 (which names its nodes
+    in the placement), the segment it runs, its tasks in order
+    [(phase, micro-batch)], and its device in every replica."""
+
+    def __init__(self, device, segment, order, replica_devices):
+        self.device = device
+        self.segment = segment
+        self.order = order
+        self.replica_devices = replica_devices
+
+
+class Plan:
+    """``dp.pipeline`` (docs/emit.md, "Pipeline plans"): M micro-batches
+    in `schedule` over `stages`, R data-parallel replicas whose gradients
+    are all-reduced in `buckets` [(device, [weight names])], activation
+    recomputation where `recompute`."""
+
+    def __init__(self, microbatches, schedule, batch_axes, replicas,
+                 recompute, stages, buckets):
+        self.microbatches = microbatches
+        self.schedule = schedule
+        self.batch_axes = batch_axes
+        self.replicas = replicas
+        self.recompute = recompute
+        self.stages = stages
+        self.buckets = buckets
+        # dp device -> (replica, stage)
+        self.position = {d: (r, s) for s, st in enumerate(stages)
+                         for r, d in enumerate(st.replica_devices)}
+
+    def devices(self):
+        """Every device the plan runs on: one rank each."""
+        return list(self.position)
+
+
+def _int(v, least):
+    return isinstance(v, int) and not isinstance(v, bool) and v >= least
+
+
+def parse_plan(path, meta, schedule, nodes):
+    """The Plan in meta's ``dp.pipeline``, checked against the schedule's
+    segments and the placed nodes; None when the model has none."""
+    if PIPELINE_KEY not in meta:
+        return None
+    where = "%s: metadata '%s'" % (path, PIPELINE_KEY)
+    obj = _json(path, PIPELINE_KEY, meta[PIPELINE_KEY])
+
+    def fail(what):
+        raise RuntimeError_("%s: error: %s" % (where, what))
+
+    if not isinstance(obj, dict):
+        fail("expected an object")
+    if schedule is None:
+        raise RuntimeError_(
+            "%s: error: the model has a pipeline plan ('%s') but no '%s' "
+            "with its segments; emit it again with dp-opt"
+            % (path, PIPELINE_KEY, SCHEDULE_KEY))
+    m = obj.get("microbatches")
+    r = obj.get("replicas", 1)
+    if not _int(m, 1):
+        fail("'microbatches' must be a number of at least 1, not %r" % (m,))
+    if not _int(r, 1):
+        fail("'replicas' must be a number of at least 1, not %r" % (r,))
+    axes = obj.get("batch_axes", {})
+    if not isinstance(axes, dict) or not all(
+            isinstance(k, str) and _int(v, 0) for k, v in axes.items()):
+        fail("'batch_axes' must map graph inputs to axes")
+    stages_obj = obj.get("stages")
+    if not isinstance(stages_obj, list) or not stages_obj:
+        fail("'stages' must be a non-empty list")
+    segments = schedule.segments
+    if len(stages_obj) != len(segments):
+        fail("%d stages, but the schedule has %d segments; each stage runs "
+             "one segment" % (len(stages_obj), len(segments)))
+    stages, seen_segments, seen_devices = [], set(), set()
+    for s, st in enumerate(stages_obj):
+        at = "stage %d" % s
+        if not isinstance(st, dict) or not isinstance(st.get("device"), str) \
+                or not _int(st.get("segment"), 0):
+            fail("%s: expected {\"device\": name, \"segment\": index, "
+                 "\"order\": [...]}" % at)
+        seg = st["segment"]
+        if seg >= len(segments) or seg in seen_segments:
+            fail("%s: segment %d is %s" % (
+                at, seg, "not in the schedule" if seg >= len(segments)
+                else "already another stage's"))
+        seen_segments.add(seg)
+        if segments[seg][0] != st["device"]:
+            fail("%s: its device %s is not its segment's (%s)"
+                 % (at, st["device"], segments[seg][0]))
+        devs = st.get("replica_devices", [st["device"]])
+        if not isinstance(devs, list) or len(devs) != r or \
+                not all(isinstance(d, str) for d in devs) or \
+                devs[0] != st["device"]:
+            fail("%s: 'replica_devices' must list its device in each of the "
+                 "%d replicas, its own first" % (at, r))
+        for d in devs:
+            if d in seen_devices:
+                fail("%s: device %s runs another stage or replica too"
+                     % (at, d))
+            seen_devices.add(d)
+        order = st.get("order")
+        if not isinstance(order, list):
+            fail("%s: 'order' must be a list" % at)
+        items = []
+        for i, item in enumerate(order):
+            if not (isinstance(item, list) and len(item) == 2 and
+                    item[0] in PHASES and _int(item[1], 0) and item[1] < m):
+                fail("%s: order item %d: expected [\"forward\" or "
+                     "\"backward\", a micro-batch below %d]" % (at, i, m))
+            items.append((item[0], item[1]))
+        backward = [k for p, k in items if p == "backward"]
+        forward = [k for p, k in items if p == "forward"]
+        if sorted(forward) != list(range(m)) or \
+                backward and sorted(backward) != list(range(m)):
+            fail("%s: 'order' must list each micro-batch's forward once "
+                 "(and, for a training step, its backward once)" % at)
+        pos = {item: i for i, item in enumerate(items)}
+        for k in backward:
+            if pos[("backward", k)] < pos[("forward", k)]:
+                fail("%s: the backward of micro-batch %d comes before its "
+                     "forward" % (at, k))
+        stages.append(Stage(st["device"], seg, items, devs))
+    trains = {any(p == "backward" for p, _ in st.order) for st in stages}
+    if len(trains) > 1:
+        fail("some stages have backward tasks and some have none")
+    homes = {st.device: s for s, st in enumerate(stages)}
+    for node in nodes:
+        if node.device not in homes:
+            raise RuntimeError_("%s: node '%s': error: placed on %s, which "
+                                "is no stage's device" % (path, node.name,
+                                                          node.device))
+    buckets = []
+    for i, b in enumerate(obj.get("buckets", [])):
+        if not isinstance(b, dict) or b.get("device") not in homes or \
+                not isinstance(b.get("gradients"), list):
+            fail("bucket %d: expected {\"device\": a stage's device, "
+                 "\"gradients\": [names]}" % i)
+        names = []
+        for g in b["gradients"]:
+            if not isinstance(g, str) or not g.endswith("/grad"):
+                fail("bucket %d: '%s' is not a weight's gradient "
+                     "('<weight>/grad')" % (i, g))
+            names.append(g[:-len("/grad")])
+        buckets.append((b["device"], names))
+    recompute = obj.get("recompute", False)
+    if not isinstance(recompute, bool):
+        fail("'recompute' must be true or false")
+    return Plan(m, obj.get("schedule"), dict(axes), r, recompute, stages,
+                buckets)

@@ -6,8 +6,8 @@ place{algo=pipeline}, emitted as stage submodels at the micro-batch size
 with the plan in the split manifest. Each micro-batch's slice of the
 global batch, run through the stages in order, gives that slice of what
 torch computes for the whole batch; the plan lists each stage's tasks in
-its schedule's order; and the runtime refuses to run a plan's model as a
-plain placement."""
+its schedule's order; and the runtime runs the plan on one rank per stage
+to torch's outputs for the global batch."""
 
 import json
 import subprocess
@@ -121,11 +121,22 @@ def test_training_plan_lists_each_stage_in_schedule_order(tmp_path,
         assert orders == want, schedule
 
 
-def test_runtime_refuses_a_plan_as_a_plain_placement(tmp_path, two_cpus):
-    _, x, importer = _export("resnet18", tmp_path)
+@pytest.mark.parametrize("name", ["resnet18", "encoder"])
+def test_runtime_runs_the_plan_on_its_ranks(tmp_path, two_cpus, name):
+    m, x, importer = _export(name, tmp_path)
     _plan(tmp_path, two_cpus, importer)
+    np.savez(str(tmp_path / "in.npz"), x=x.numpy())
+    # One rank per stage: without --nproc the plan is refused, not run
+    # as one micro-batch's step.
     proc = run_runtime(["run", "p.placed.onnx", "--steps", "1"], tmp_path,
                        expect_ok=False)
     assert proc.returncode != 0
     assert "Traceback" not in proc.stderr
-    assert "pipeline plan" in proc.stderr, proc.stderr
+    assert "on 2 ranks, not 1" in proc.stderr, proc.stderr
+    run_runtime(["run", "p.placed.onnx", "--nproc", "2", "--steps", "1",
+                 "--warmup", "0", "--inputs", "in.npz", "--outputs",
+                 "out.npz", "--require-weights", "--timeout", "120"],
+                tmp_path)
+    with torch.no_grad():
+        ref = m(x).numpy()
+    assert max_rel_err(np.load(str(tmp_path / "out.npz"))["y"], ref) < TOL
