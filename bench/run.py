@@ -142,6 +142,10 @@ def run_part(part, tools, prep, cfg, docs, command, workdir, rows):
 
 
 def main():
+    if sys.argv[1:2] == ["validate-plans"]:
+        # Plans simulated against measured: bench/validate_plans.py.
+        import validate_plans
+        return validate_plans.main(sys.argv[2:])
     if sys.argv[1:2] == ["validate"]:
         # Simulated against measured: bench/validate.py.
         import validate

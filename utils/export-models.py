@@ -720,9 +720,17 @@ def main():
     parser.add_argument("--size", choices=sorted(SIZES), default="paper",
                         help="input sizes: the papers' (default), or the smaller ones of "
                         "bench/validate.py (see SIZES)")
+    parser.add_argument("--batch", type=int, default=None,
+                        help="the batch of every model instead of its size's (the sequence "
+                        "lengths and resolutions stay): bench/validate.py's plan cases")
     args = parser.parse_args()
     global SIZE
-    SIZE = SIZES[args.size]
+    SIZE = dict(SIZES[args.size])
+    if args.batch is not None:
+        if args.batch < 1:
+            parser.error("--batch must be at least 1")
+        SIZE = {k: (args.batch,) + v[1:] if isinstance(v, tuple) else args.batch
+                for k, v in SIZE.items()}
 
     # torch.onnx's advice about batch sizes, constant folding in PRESERVE mode
     # and prim::Constant shape inference does not apply here: every shape is
