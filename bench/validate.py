@@ -453,6 +453,11 @@ class Case:
         self.tag = "%s-%s" % (model, mode)
         self.prefix = "import-onnx" + (",training-graph" if mode == "train"
                                        else "")
+        # Options every runtime process gets, and the command prefix of
+        # the second process beside a shared profile (bench/validate_plans.py
+        # binds each to a core of its own).
+        self.runtime_args = []
+        self.beside_prefix = []
 
     def path(self, suffix):
         return os.path.join(self.work, self.tag + suffix)
@@ -487,8 +492,9 @@ class Case:
         with both workers busy (cost-annotate's shared-profile=). The
         second process starts first and stops when the profile is
         written."""
-        cmd = [PY, "-m", "dp_torch", "run", placed, "--threads", "1",
-               "--steps", "1000000", "--warmup", "0"]
+        cmd = self.beside_prefix + [
+            PY, "-m", "dp_torch", "run", placed, "--threads", "1",
+            "--steps", "1000000", "--warmup", "0"] + self.runtime_args
         if self.mode == "train":
             cmd.append("--train")
         beside = subprocess.Popen(cmd, stdout=subprocess.DEVNULL,
@@ -505,7 +511,7 @@ class Case:
         report = self.path(".report.json")
         cmd = [PY, "-m", "dp_torch", "run", placed, "--threads", "1",
                "--steps", str(steps), "--warmup", str(warmup),
-               "--report", report]
+               "--report", report] + self.runtime_args
         if self.mode == "train":
             cmd.append("--train")
         if devices > 1:

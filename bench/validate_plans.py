@@ -23,7 +23,10 @@ all divide (a rule fixed before any measurement), as these cases:
   `uniform`), 1F1B with 8 micro-batches;
 * `plan`: what the `plan` pass picks (`plan{seconds=30}`).
 
-The protocol is bench/validate.py's: the single-device step is profiled
+The protocol is bench/validate.py's, each rank and profiled process
+bound to a core of its own (`--bind-cores`; unbound, two processes on the
+two cores measured 1.07 and 1.30 s for the same step, bound 1.11 and
+1.06 s: the scheduler moved them): the single-device step is profiled
 (alone, and beside a second process running the same step) at every
 micro-batch size the cases run (8, 4, 2, 1 samples, each from its own
 export), once before placing and once in every round; the placers place
@@ -77,6 +80,10 @@ TARGET_ERR = 0.15
 TARGET_DP = 1.6
 TARGET_PIPELINE = 1.4
 MIN_STEPS = 4
+# Every runtime process binds each rank to a core of its own (a one-core
+# worker is a core); a profile's second process runs on the second core.
+BIND = ["--bind-cores"]
+BESIDE = ["taskset", "-c", str(sorted(os.sched_getaffinity(0))[-1])]
 FIELDS = ["model", "case", "replicas", "stages", "microbatches", "schedule",
           "micro_batch", "devices", "measured_s", "min_s", "max_s", "mean_s",
           "p10_s", "p25_s", "p75_s", "p90_s", "timed_steps",
@@ -102,7 +109,9 @@ class Model:
         self.sizes = {}
         for b in SIZES:
             d = os.path.join(work, "b%d" % b)
-            self.sizes[b] = V.Case(d, dp_opt, cluster, name, "train")
+            case = self.sizes[b] = V.Case(d, dp_opt, cluster, name, "train")
+            case.runtime_args = BIND
+            case.beside_prefix = BESIDE
         self.src = self.sizes[BATCH].src
         self.traces = {b: [] for b in SIZES}
         self.shared = {b: [] for b in SIZES}
@@ -218,7 +227,7 @@ def measure(model, placed, plan, steps, warmup):
     report = case.path(".plan-report.json")
     cmd = [V.PY, "-m", "dp_torch", "run", placed, "--train", "--threads",
            "1", "--steps", str(steps), "--warmup", str(warmup), "--report",
-           report]
+           report] + BIND
     n = ranks(plan) if is_plan(plan) else len(V.used_devices(placed))
     if n > 1:
         cmd += ["--nproc", str(n)]
@@ -300,6 +309,56 @@ def simulated_device(report):
         else:
             out.append(d["device"])
     return out
+
+
+def resimulate(rows, work, dp_opt, cluster):
+    """rows with their simulated figures made again from the profiles
+    and placements kept in work."""
+    import glob
+    models = {}
+    for r in rows:
+        d = os.path.join(work, r["model"])
+        if not os.path.isdir(d):
+            continue
+        m = models.get(r["model"])
+        if m is None:
+            m = models[r["model"]] = Model(d, dp_opt, cluster, r["model"])
+            for b in SIZES:
+                case = m.sizes[b]
+                m.traces[b] = sorted(glob.glob(case.path(".trace*.json")))
+                m.shared[b] = sorted(glob.glob(case.path(".shared*.json")))
+        plan = (int(r["replicas"]), int(r["stages"]),
+                int(r["microbatches"]), r["schedule"] or "1f1b",
+                plan_of(m.out(r["case"]) + ".placed.onnx")[4])
+        sim = m.simulate(r["case"], plan)
+        r["profile_s"] = sim["step_time_s"]
+        by_dev = {d["name"]: d["peak_bytes"] for d in sim["devices"]}
+        homes = simulated_homes(plan_of(m.out(r["case"]) + ".placed.onnx"),
+                                m.out(r["case"]) + ".placed.onnx")
+        r["simulated_peaks"] = ";".join(str(int(by_dev.get(d, 0)))
+                                        for d in homes)
+        log("%s %s: measured %.1f ms, simulated again %.1f ms (%+.1f %%)"
+            % (r["model"], r["case"], float(r["measured_s"]) * 1e3,
+               r["profile_s"] * 1e3, 100 * V.err(r["profile_s"],
+                                                 r["measured_s"])))
+    return rows
+
+
+def simulated_homes(plan, placed):
+    """simulated_device's answer from the placed model alone."""
+    import onnx
+    model = onnx.load(placed, load_external_data=False)
+    meta = {p.key: p.value for p in model.metadata_props}
+    if "dp.pipeline" not in meta:
+        return sorted(set(json.loads(meta["dp.placement"]).values()),
+                      key=lambda d: (d.split(":")[0], int(d.split(":")[1])))
+    p = json.loads(meta["dp.pipeline"])
+    where = {}
+    for st in p["stages"]:
+        for d in st.get("replica_devices", [st["device"]]):
+            where[d] = st["device"]
+    return [where[d] for d in sorted(
+        where, key=lambda d: (d.split(":")[0], int(d.split(":")[1])))]
 
 
 def allreduce_field(reports):
@@ -427,6 +486,7 @@ def section(rows, cluster, command):
     lines.append(V.protocol_text(rows).replace(
         "every placement of the model and step", "every case of the model"))
     lines.append("")
+    lines += noise_text(rows)
     lines += ["| target | figure | status |", "| --- | --- | --- |"]
     for target, figure, met in targets(rows):
         lines.append("| %s | %s | %s |" % (target, figure,
@@ -477,6 +537,39 @@ def section(rows, cluster, command):
     return "\n".join(lines)
 
 
+def noise_text(rows):
+    """The noise floor measured in the same run: the spread of each case's
+    processes, and cases that ran the same plan (data parallel, whose one
+    stage leaves no cut to differ) measured apart."""
+    spreads = [float(r["process_spread"]) for r in rows
+               if V.has(r, "process_spread") and int(r["processes"]) > 1]
+    if not spreads:
+        return []
+    text = ("**Noise floor.** The medians of a case's processes (the same "
+            "command, one per round) differ by %.0f %% (median over the "
+            "cases) and up to %.0f %%." % (100 * statistics.median(spreads),
+                                          100 * max(spreads)))
+    same = []
+    for model in sorted({r["model"] for r in rows}):
+        dp = [r for r in rows if r["model"] == model and
+              int(r["stages"]) == 1 and int(r["replicas"]) > 1]
+        for i in range(len(dp)):
+            for j in range(i + 1, len(dp)):
+                a, b = dp[i], dp[j]
+                if plan_text(a) == plan_text(b):
+                    same.append("%s's %s and %s, %s ms and %s ms (%.0f %% "
+                                "apart)" % (model, a["case"], b["case"],
+                                            V.ms(a, "measured_s"),
+                                            V.ms(b, "measured_s"),
+                                            100 * V.spread([
+                                                float(a["measured_s"]),
+                                                float(b["measured_s"])])))
+    if same:
+        text += (" Cases that ran the same plan in the same rounds: %s."
+                 % "; ".join(same))
+    return [text, ""]
+
+
 def plan_text(r):
     if r["case"] == "single" or not r["schedule"]:
         return "%s x %s stage%s" % (r["replicas"], r["stages"],
@@ -502,6 +595,11 @@ def parse_args(argv):
     ap.add_argument("--cluster", help="a host cluster file (default: "
                     "bench/results/validate-host2.json, made by "
                     "bench/validate.py)")
+    ap.add_argument("--resimulate", metavar="DIR",
+                    help="simulate the cases of the CSV again with the "
+                    "profiles and placements a run kept in DIR "
+                    "(DP_VALIDATE_KEEP=DIR), keeping their measured "
+                    "figures: for a change of the simulator")
     ap.add_argument("--no-docs", action="store_true")
     ap.add_argument("--tables", action="store_true")
     args = ap.parse_args(argv)
@@ -532,6 +630,13 @@ def main(argv=None):
     dp_opt = find_dp_opt(args.build, "bench/validate_plans.py")
     command = "bench/validate_plans.py " + " ".join(
         argv if argv is not None else sys.argv[1:])
+    if args.resimulate:
+        rows = resimulate(read_rows(), args.resimulate, dp_opt,
+                          cluster_path)
+        write_rows(rows)
+        if not args.no_docs:
+            write_docs(rows, cluster, command)
+        return
     start = time.monotonic()
     models = args.models.split(",")
     cases = [c for c in CASES if c in args.cases.split(",")]

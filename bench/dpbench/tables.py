@@ -12,7 +12,8 @@ from dpbench.models import CLUSTERS, LEARNED, MODELS, VARIANTS
 from dpbench.results import RUNS_CSV, budget_rank, cells, machine_line, \
     read_csv
 
-SECTION_ORDER = ["bench quality", "bench validate", "bench pipeline",
+SECTION_ORDER = ["bench quality", "bench validate", "bench validate plans",
+                 "bench pipeline",
                  "bench plans",
                  "bench papers",
                  "bench curves", "bench generalize", "bench speed",

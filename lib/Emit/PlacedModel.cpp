@@ -1008,6 +1008,12 @@ void writeSplitManifest(raw_ostream &OS, const PlacedStep &S,
     J.attributeBegin("order");
     writeScheduleOrder(J, Schedule.Order);
     J.attributeEnd();
+    // The simulated step, as the placed model's dp.predicted.
+    if (Expected<json::Value> Predicted =
+            json::parse(makePredictedJSON(S, Schedule)))
+      J.attribute("predicted", *Predicted);
+    else
+      consumeError(Predicted.takeError());
     if (S.Plan) {
       J.attributeBegin("pipeline");
       writePipelinePlan(J, S, Schedule);

@@ -22,8 +22,9 @@ static constexpr uint64_t TransferTag = uint64_t(1) << 63;
 /// With TransferTag: the transfer begins (its route was busy when it was
 /// requested) rather than ends.
 static constexpr uint64_t TransferStartTag = uint64_t(1) << 62;
-/// Without TransferTag: an all-reduce bucket ends (an op's end event
-/// holds the op and its device's generation, which stays below this).
+/// Without TransferTag: an all-reduce bucket ends, or with
+/// TransferStartTag starts loading its ends (an op's end event holds the
+/// op and its device's generation, which stays below this).
 static constexpr uint64_t CollectiveTag = uint64_t(1) << 61;
 /// A State of a (tensor, device): in flight over a route whose ends it
 /// slows (beside 0 absent, 1 in flight, 2 present).
@@ -402,6 +403,25 @@ Simulator::Simulator(const SimGraph &G) : G(G), C(*G.C) {
         GroupSpeed.push_back({1.0});
       }
   GroupBusy.resize(GroupDevices.size());
+  // Replicas: a device's copies run its ops when it does, so their shared
+  // groups are busy then too; its all-reduces load it as a transfer to a
+  // copy would.
+  CopyGroups.clear();
+  CommPeer.clear();
+  if (G.Plan && G.Plan->Replicas > 1) {
+    CopyGroups.resize(D);
+    CommPeer.assign(D, None);
+    for (unsigned Dev = 0; Dev != D; ++Dev)
+      for (unsigned Rep = 1; Rep != G.Plan->Replicas; ++Rep) {
+        unsigned Copy = getReplicaDevice(C, *G.Plan, Dev, Rep);
+        if (Copy == None || Copy == Dev)
+          continue;
+        if (GroupOf[Copy] >= 0)
+          CopyGroups[Dev].push_back(GroupOf[Copy]);
+        if (CommPeer[Dev] == None)
+          CommPeer[Dev] = Copy;
+      }
+  }
 }
 
 void Simulator::push(double Time, uint64_t Payload) {
@@ -551,6 +571,9 @@ void Simulator::startOp(uint32_t Op, unsigned Dev, double Now, SimResult &R) {
   if (Record)
     R.Ops[Op].Start = Now;
   StartedAt[Dev] = Now;
+  if (!CopyGroups.empty())
+    for (unsigned Grp : CopyGroups[Dev])
+      reshare(Grp, +1, Now, Dev);
   if (GroupOf[Dev] < 0) {
     push(Now + Time, Op);
     return;
@@ -964,6 +987,7 @@ void Simulator::formBuckets(SimResult &R) {
   }
   unsigned NB = BucketDev.size();
   BucketLeft.assign(NB, 0);
+  BucketLoading.assign(NB, 0);
   for (uint32_t T : G.Gradients)
     ++BucketLeft[GradBucket[T]];
   BucketBegin.assign(NB + 1, 0);
@@ -1015,6 +1039,12 @@ void Simulator::startBucket(uint32_t B, double Now, SimResult &R) {
     ChannelFree[Ch] = End;
   CommFree[Dev] = End;
   R.AllReduceTime[Dev] += End - Start;
+  if (LoadsEnds && End > Start && CommPeer[Dev] != None) {
+    if (Start > Now)
+      push(Start, CollectiveTag | TransferStartTag | B);
+    else
+      loadBucket(B, +1, Now);
+  }
   if (Record)
     R.Collectives.push_back(CollectiveRecord{
         Dev, BucketSize[B],
@@ -1024,7 +1054,16 @@ void Simulator::startBucket(uint32_t B, double Now, SimResult &R) {
   push(End, CollectiveTag | B);
 }
 
+void Simulator::loadBucket(uint32_t B, int Delta, double Now) {
+  if ((Delta > 0) == bool(BucketLoading[B]))
+    return;
+  BucketLoading[B] = Delta > 0;
+  unsigned Dev = BucketDev[B];
+  loadEnds(Dev, CommPeer[Dev], Delta, Now);
+}
+
 void Simulator::finishBucket(uint32_t B, double Now, SimResult &R) {
+  loadBucket(B, -1, Now);
   for (unsigned I = BucketBegin[B]; I != BucketBegin[B + 1]; ++I)
     makeAvailable(BucketTensors[I], BucketDev[B], Now, R);
 }
@@ -1071,7 +1110,11 @@ void Simulator::run(ArrayRef<uint32_t> Placement, SimResult &R,
     double Now = E.Time;
     Clock = Now;
     if (E.Payload & CollectiveTag && !(E.Payload & TransferTag)) {
-      finishBucket(uint32_t(E.Payload & ~CollectiveTag), Now, R);
+      uint32_t B = uint32_t(E.Payload & ~(CollectiveTag | TransferStartTag));
+      if (E.Payload & TransferStartTag)
+        loadBucket(B, +1, Now);
+      else
+        finishBucket(B, Now, R);
       continue;
     }
     if (E.Payload & TransferTag) {
@@ -1094,6 +1137,9 @@ void Simulator::run(ArrayRef<uint32_t> Placement, SimResult &R,
       Running[Dev] = 0;
       reshare(GroupOf[Dev], -1, Now, Dev);
     }
+    if (!CopyGroups.empty())
+      for (unsigned Grp : CopyGroups[Dev])
+        reshare(Grp, -1, Now, Dev);
     if (Now >= R.StepTime) {
       R.StepTime = Now;
       LastOp = Op;

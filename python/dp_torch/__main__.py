@@ -80,6 +80,10 @@ def make_parser():
                    help="message order between ranks (default: lazy on "
                    "gloo, lockstep on NCCL)")
     r.add_argument("--backend", choices=["gloo", "nccl"], default=None)
+    r.add_argument("--bind-cores", action="store_true",
+                   help="bind each local rank to cores of its own: local "
+                   "rank r to the (r*T+1)-th to ((r+1)*T)-th of the cores "
+                   "this process may run on (T = --threads, default 1)")
     r.add_argument("--timeout", type=float, default=300.0,
                    help="seconds a rank waits for another before failing")
     h = sub.add_parser("host-cluster", help="describe this machine as K "
@@ -305,10 +309,29 @@ def _peak_bytes(torch_device, memory):
     return memory.peak() if memory is not None else None
 
 
+def _bind_cores(args):
+    """--bind-cores: this process (and every thread it starts after) on
+    its local rank's cores."""
+    if not args.bind_cores:
+        return
+    allowed = sorted(os.sched_getaffinity(0))
+    per = args.threads or 1
+    local = int(os.environ.get("LOCAL_RANK", "0"))
+    cores = allowed[local * per:(local + 1) * per]
+    if len(cores) < per:
+        raise RuntimeError_(
+            "--bind-cores: error: local rank %d needs cores %d to %d of the "
+            "%d this process may run on (%s)" % (
+                local, local * per + 1, (local + 1) * per, len(allowed),
+                ",".join(map(str, allowed))))
+    os.sched_setaffinity(0, cores)
+
+
 def _setup_threads(args):
+    if args.threads is not None and args.threads < 1:
+        raise RuntimeError_("error: --threads must be at least 1")
+    _bind_cores(args)
     if args.threads is not None:
-        if args.threads < 1:
-            raise RuntimeError_("error: --threads must be at least 1")
         set_threads(args.threads)
 
 
@@ -483,6 +506,13 @@ def run_rank(args):
                                   len(graph.devices), world))
     device_map = parse_device_map(args.device_map)
     backend = args.backend
+    if graph.plan is not None and backend == "nccl":
+        raise RuntimeError_(
+            "%s: error: a plan runs on gloo (CUDA tensors through host "
+            "memory); its point-to-point messages are not ordered for NCCL "
+            "yet (docs/runtime.md, \"Plans\")" % args.model)
+    if graph.plan is not None:
+        backend = "gloo"
     if backend is None:
         all_cuda = torch.cuda.is_available() and all(
             d.startswith("gpu:") and device_map.get(d, "cuda").startswith(

@@ -186,11 +186,16 @@ class PlacedGraph:
         if os.path.isfile(path) and os.path.getsize(path) == 0:
             raise RuntimeError_("%s: error: empty file; expected an ONNX "
                                 "model placed by dp" % path)
-        try:
-            model = onnx.load(path, load_external_data=False)
-        except Exception as e:  # protobuf's DecodeError and OSError
-            raise RuntimeError_("%s: error: cannot read the ONNX model: %s"
-                                % (path, e))
+        if path.endswith(".json"):
+            # emit's split manifest: its segments joined (manifest.py).
+            from .manifest import join
+            model = join(path)
+        else:
+            try:
+                model = onnx.load(path, load_external_data=False)
+            except Exception as e:  # protobuf's DecodeError and OSError
+                raise RuntimeError_("%s: error: cannot read the ONNX model: "
+                                    "%s" % (path, e))
         self.model = model
         graph = model.graph
         self.name = graph.name

@@ -111,7 +111,7 @@ def plan_inputs(graph, seed, given=None):
 class _Bucket:
     __slots__ = ("params", "offsets", "buf", "missing", "work")
 
-    def __init__(self, params):
+    def __init__(self, params, device):
         self.params = params    # [(name, parameter)]
         self.offsets = []
         n = 0
@@ -120,8 +120,7 @@ class _Bucket:
             n += p.numel()
         dtypes = {p.dtype for _, p in params}
         self.buf = torch.zeros(n, dtype=dtypes.pop() if len(dtypes) == 1
-                               else torch.float32,
-                               device=params[0][1].device)
+                               else torch.float32, device=device)
         self.missing = 0
         self.work = None
 
@@ -246,12 +245,12 @@ class PlanRunner(Messenger):
                 params.append((n, mine[n]))
                 seen.add(n)
             if params:
-                self.buckets.append(_Bucket(params))
+                self.buckets.append(_Bucket(params, self.comm_device))
         # Weights in no bucket (the plan lists every trainable one; a
         # plan without buckets still needs them) are all-reduced last.
         rest = [(n, p) for n, p in mine.items() if n not in seen]
         if rest:
-            self.buckets.append(_Bucket(rest))
+            self.buckets.append(_Bucket(rest, self.comm_device))
 
     # ------------------------------------------------------------------
     # Messages
@@ -534,10 +533,12 @@ class PlanRunner(Messenger):
         def hook(grad):
             name, p = bucket.params[i]
             view = bucket.view(i)
-            if p.grad is not None:
+            if p.grad is None:
+                view.copy_(grad)
+            elif view.device == p.grad.device:
                 torch.add(p.grad, grad, out=view)
             else:
-                view.copy_(grad)
+                view.copy_(p.grad + grad)
             self.filled.add(name)
             bucket.missing -= 1
             self._launch()
@@ -602,5 +603,5 @@ class PlanRunner(Messenger):
         for b in self.buckets:
             b.work.wait()
             for i, (_, p) in enumerate(b.params):
-                p.grad = b.view(i).clone()
+                p.grad = b.view(i).to(p.device, copy=True)
         self.times.allreduce += time.perf_counter() - start

@@ -79,7 +79,7 @@ def plan(tmp, name, stages, replicas, microbatches, schedule,
     passes = ("import-onnx,pipeline{microbatches=%d,schedule=%s,replicas=%d"
               "%s},training-graph,cost-annotate,"
               "place{algo=pipeline,stages=%d},simulate,"
-              "emit{format=onnx,out=%s}"
+              "emit{format=onnx+split,out=%s}"
               % (microbatches, schedule, replicas,
                  ",recompute=true" if recompute else "", stages,
                  tmp / name))
@@ -128,6 +128,27 @@ def test_plan_step_equals_the_plain_step(chain, schedule, stages, replicas,
     name = "p-%s-%d-%d-%d-%d" % (schedule, stages, replicas, micro,
                                  recompute)
     placed = plan(tmp, name, stages, replicas, micro, schedule, recompute)
+    check_run(m, x, tmp, name, placed, stages, replicas, micro, recompute)
+
+
+def test_the_split_manifest_runs_as_the_placed_model(chain):
+    """emit's stage models and plan file (the split manifest) run as the
+    placed model does; a stage model missing is an error."""
+    m, x, tmp = chain
+    name = "s-gpipe-2-2-2"
+    plan(tmp, name, 2, 2, 2, "gpipe")
+    check_run(m, x, tmp, name, name + ".split.json", 2, 2, 2, False)
+    manifest = json.loads((tmp / (name + ".split.json")).read_text())
+    (tmp / manifest["segments"][1]["file"]).unlink()
+    proc = run_runtime(["run", name + ".split.json", "--nproc", "4",
+                        "--train"], tmp, expect_ok=False)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert "segment 1: cannot read its file '%s'" % manifest["segments"][1][
+        "file"] in proc.stderr, proc.stderr
+
+
+def check_run(m, x, tmp, name, placed, stages, replicas, micro, recompute):
+    """Runs a plan on its ranks and compares with torch."""
     ranks = stages * replicas
     run_runtime(["run", placed, "--nproc", str(ranks), "--train",
                  "--optimizer", "sgd", "--inputs", "in.npz", "--steps", "1",
@@ -188,10 +209,11 @@ def test_a_batch_the_plan_does_not_divide_is_an_error(chain):
 
 def test_a_missing_or_broken_plan_is_an_error(chain):
     _, _, tmp = chain
-    proc = run_runtime(["run", "no-such.placed.onnx", "--nproc", "2"], tmp,
-                       expect_ok=False)
-    assert proc.returncode != 0 and "Traceback" not in proc.stderr
-    assert "no-such.placed.onnx" in proc.stderr
+    for missing in ("no-such.placed.onnx", "no-such.split.json"):
+        proc = run_runtime(["run", missing, "--nproc", "2"], tmp,
+                           expect_ok=False)
+        assert proc.returncode != 0 and "Traceback" not in proc.stderr
+        assert missing + ": error: cannot read" in proc.stderr, proc.stderr
     import onnx
     placed = plan(tmp, "p2", 2, 1, 2, "gpipe")
     model = onnx.load(str(tmp / placed))

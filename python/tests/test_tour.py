@@ -12,7 +12,8 @@ from conftest import PYTHON_DIR, dp_opt
 
 ROOT = os.path.dirname(PYTHON_DIR)
 README = os.path.join(ROOT, "README.md")
-# The whole tour: exports, a host probe, an annealed placement and a run.
+# The whole tour: exports, a host probe, an annealed placement, a plan and
+# their runs.
 TOUR_TIMEOUT = 900
 
 
@@ -71,6 +72,10 @@ def test_tour_runs_as_written(tmp_path):
     assert report["mode"] == "train"
     assert report["ranks"] == len(report["devices"])
     assert report["predicted"] is not None
+    # The plan ran on its two stages, its prediction beside it.
+    plan = json.loads((tour / "plan.json").read_text())
+    assert plan["ranks"] == 2 and plan["plan"]["microbatches"] == 2
+    assert plan["predicted"] is not None
     # What emit said it wrote is there.
     for path in re.findall(r"^emit: wrote (\S+)", proc.stderr, re.M):
         assert (tmp_path / path).exists(), path

@@ -481,6 +481,16 @@ private:
   /// has and its last; per bucket, the device's next bucket; per device,
   /// the bucket whose turn it is to start (~0u: all started).
   std::vector<uint32_t> OpenBucket, BucketsOf, LastBucket, BucketNext, Turn;
+  /// Per device: the shared groups of its copies in the other replicas
+  /// (which run its ops when it does, so their groups are busy then);
+  /// per device, the copy its all-reduces load as their other end (~0u:
+  /// none); per bucket, whether its all-reduce loads its ends now.
+  std::vector<std::vector<unsigned>> CopyGroups;
+  std::vector<uint32_t> CommPeer;
+  std::vector<uint8_t> BucketLoading;
+  /// Bucket \p B's all-reduce loads (\p Delta = +1) or stops loading
+  /// (-1) its device as a transfer from it to its peer would.
+  void loadBucket(uint32_t B, int Delta, double Now);
   /// Fills the buckets of the placement.
   void formBuckets(SimResult &R);
   /// Gradient \p T was made on \p Dev: when it was its bucket's last, the
