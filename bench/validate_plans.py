@@ -116,8 +116,8 @@ class Model:
         self.traces = {b: [] for b in SIZES}
         self.shared = {b: [] for b in SIZES}
 
-    def export(self):
-        for b in SIZES:
+    def export(self, sizes):
+        for b in sizes:
             V.run([V.PY, os.path.join(ROOT, "utils", "export-models.py"),
                    "--size", "validation", "--batch", str(b), "--out",
                    os.path.join(self.work, "b%d" % b, "models"), "--only",
@@ -242,10 +242,20 @@ def rank_peaks(report):
         report["devices"], key=lambda d: d.get("rank", 0))]
 
 
+def sizes_of(cases):
+    """The micro-batch sizes the cases run at (all of them with `plan`,
+    whose choice is made after profiling)."""
+    if any(CASES[c] is None for c in cases):
+        return list(SIZES)
+    return [b for b in SIZES if any(BATCH // (CASES[c][0] * CASES[c][2]) == b
+                                    for c in cases)]
+
+
 def validate_model(model, cases, steps, warmup, rounds):
-    log("%s: exporting at %s samples" % (model.name, SIZES))
-    model.export()
-    for b in SIZES:
+    sizes = sizes_of(cases)
+    log("%s: exporting at %s samples" % (model.name, sizes))
+    model.export(sizes)
+    for b in sizes:
         log("%s: profiling the single-device step at %d" % (model.name, b))
         model.profile(b)
     placed, plans = {}, {}
@@ -256,7 +266,7 @@ def validate_model(model, cases, steps, warmup, rounds):
             plans[c][3]))
     per = max(MIN_STEPS, -(-steps // rounds))
     reports = {c: [] for c in cases}
-    profiling = ["profile b%d" % b for b in SIZES]
+    profiling = ["profile b%d" % b for b in sizes]
     for i in range(rounds):
         for c in V.rotation(cases + profiling, i):
             if c in profiling:
@@ -651,7 +661,8 @@ def main(argv=None):
                           name)
             new = validate_model(model, cases, args.steps, args.warmup,
                                  args.rounds)
-            rows = [r for r in rows if r["model"] != name] + new
+            rows = [r for r in rows if not (r["model"] == name and
+                                            r["case"] in cases)] + new
             rows.sort(key=lambda r: (MODELS.index(r["model"]),
                                      list(CASES).index(r["case"])))
             write_rows(rows)

@@ -308,6 +308,40 @@ class Messenger:
         self.recv_bytes += buf.numel() * buf.element_size()
         return buf.to(self.torch_device) if self.via_host else buf
 
+    def _begin_step(self, train):
+        """Resets the step's account; drops the weights' gradients when
+        training. Returns the step's start time."""
+        mod = self.module
+        self.pending = []
+        self.times = _Times()
+        mod.kernel_s = 0.0
+        mod.time_kernels = True
+        self.sent_bytes = 0
+        self.recv_bytes = 0
+        if train:
+            for p in mod.parameters():
+                p.grad = None
+        return time.perf_counter()
+
+    def _update(self, optimizer):
+        """The optimizer's step on this rank's weights."""
+        mod = self.module
+        start = time.perf_counter()
+        optimizer.step(mod.named_weights(), mod.profile_names)
+        self.times.ops += time.perf_counter() - start
+        if self.recorder is not None:
+            self.recorder.span("op", "update", start)
+
+    def _end_step(self, step_start):
+        """Waits for the step's sends and closes its account."""
+        for w, _ in self.pending:
+            self._wait(w)
+        self.pending = []
+        assert not self.posted, "a posted receive was never taken"
+        self.module.time_kernels = False
+        self.times.kernels = self.module.kernel_s
+        self.times.step = time.perf_counter() - step_start
+
     def _send_head(self, value, dst, tag, name):
         """The shape and type of a tensor about to be sent, for a
         receiver that does not know them yet."""
@@ -604,20 +638,11 @@ class DistRunner(Messenger):
         """
         graph = self.graph
         mod = self.module
-        step_start = time.perf_counter()
+        step_start = self._begin_step(train)
         self.input_grads = input_grads
-        self.pending = []
         self.env = {}
         self.received = {}
-        self.times = _Times()
-        mod.kernel_s = 0.0
-        mod.time_kernels = True
-        self.sent_bytes = 0
-        self.recv_bytes = 0
         lockstep = self.schedule == "lockstep"
-        if train:
-            for p in mod.parameters():
-                p.grad = None
         self._post_receives(train)
         for name, s in graph.sources.items():
             if s.device != self.device:
@@ -665,18 +690,8 @@ class DistRunner(Messenger):
                                graph)
         if train:
             back.source_gradients()
-            start = time.perf_counter()
-            optimizer.step(mod.named_weights(), mod.profile_names)
-            self.times.ops += time.perf_counter() - start
-            if self.recorder is not None:
-                self.recorder.span("op", "update", start)
-        for w, _ in self.pending:
-            self._wait(w)
-        self.pending = []
-        assert not self.posted, "a posted receive was never taken"
-        mod.time_kernels = False
-        self.times.kernels = mod.kernel_s
-        self.times.step = time.perf_counter() - step_start
+            self._update(optimizer)
+        self._end_step(step_start)
         return outputs, loss
 
     def _run_segment(self, seg, train):

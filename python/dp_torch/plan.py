@@ -42,7 +42,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from .dist import Messenger, _Times, make_segments
+from .dist import Messenger, make_segments
 from .graph import RuntimeError_
 from .module import FLOAT_TYPES, PlacedModule, loss_of, make_inputs
 
@@ -309,19 +309,9 @@ class PlanRunner(Messenger):
         update when training). feeds: the global batch. Returns this
         rank's graph outputs (its micro-batches' joined) and its part of
         the loss."""
-        mod = self.module
-        step_start = time.perf_counter()
-        self.pending = []
-        self.times = _Times()
-        mod.kernel_s = 0.0
-        mod.time_kernels = True
-        self.sent_bytes = 0
-        self.recv_bytes = 0
+        step_start = self._begin_step(train)
         self.train = train
         self.input_grads = input_grads
-        if train:
-            for p in mod.parameters():
-                p.grad = None
         self._post_receives(train)
         self.feeds = feeds
         self.remote_weights = {}
@@ -339,18 +329,8 @@ class PlanRunner(Messenger):
         if train:
             self._weight_gradients()
             self._all_reduce()
-            start = time.perf_counter()
-            optimizer.step(mod.named_weights(), mod.profile_names)
-            self.times.ops += time.perf_counter() - start
-            if self.recorder is not None:
-                self.recorder.span("op", "update", start)
-        for w, _ in self.pending:
-            self._wait(w)
-        self.pending = []
-        assert not self.posted, "a posted receive was never taken"
-        mod.time_kernels = False
-        self.times.kernels = mod.kernel_s
-        self.times.step = time.perf_counter() - step_start
+            self._update(optimizer)
+        self._end_step(step_start)
         axis = output_axis(self.plan)
         outputs = {t: torch.cat(vs, axis) for t, vs in self.outputs.items()}
         return outputs, self.loss

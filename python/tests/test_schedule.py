@@ -269,7 +269,7 @@ def test_emit_writes_what_the_runtime_follows(ladder, two_cpus, train):
     for d in report["devices"]:
         b = d["breakdown"]
         assert set(b) == {"ops_s", "dispatch_s", "send_s", "recv_s",
-                          "wait_s", "other_s", "step_s"}
+                          "wait_s", "allreduce_s", "other_s", "step_s"}
         assert all(v >= 0 for v in b.values())
         assert b["ops_s"] > 0 and b["send_s"] > 0
         parts = sum(v for k, v in b.items() if k != "step_s")
