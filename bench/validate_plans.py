@@ -337,16 +337,15 @@ def resimulate(rows, work, dp_opt, cluster):
                 case = m.sizes[b]
                 m.traces[b] = sorted(glob.glob(case.path(".trace*.json")))
                 m.shared[b] = sorted(glob.glob(case.path(".shared*.json")))
+        placed = m.out(r["case"]) + ".placed.onnx"
         plan = (int(r["replicas"]), int(r["stages"]),
                 int(r["microbatches"]), r["schedule"] or "1f1b",
-                plan_of(m.out(r["case"]) + ".placed.onnx")[4])
+                plan_of(placed)[4])
         sim = m.simulate(r["case"], plan)
         r["profile_s"] = sim["step_time_s"]
         by_dev = {d["name"]: d["peak_bytes"] for d in sim["devices"]}
-        homes = simulated_homes(plan_of(m.out(r["case"]) + ".placed.onnx"),
-                                m.out(r["case"]) + ".placed.onnx")
         r["simulated_peaks"] = ";".join(str(int(by_dev.get(d, 0)))
-                                        for d in homes)
+                                        for d in simulated_homes(placed))
         log("%s %s: measured %.1f ms, simulated again %.1f ms (%+.1f %%)"
             % (r["model"], r["case"], float(r["measured_s"]) * 1e3,
                r["profile_s"] * 1e3, 100 * V.err(r["profile_s"],
@@ -354,7 +353,7 @@ def resimulate(rows, work, dp_opt, cluster):
     return rows
 
 
-def simulated_homes(plan, placed):
+def simulated_homes(placed):
     """simulated_device's answer from the placed model alone."""
     import onnx
     model = onnx.load(placed, load_external_data=False)

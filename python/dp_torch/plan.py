@@ -386,8 +386,6 @@ class PlanRunner(Messenger):
             if train and self.input_grads and v.dtype in FLOAT_TYPES:
                 v = v.detach().requires_grad_(True)
             env[name] = v
-        for name, p in self.module.named_weights():
-            env[name] = p
         for name in self.seg.inputs:
             if name not in env:
                 t = self.module.weight(name)
@@ -495,7 +493,6 @@ class PlanRunner(Messenger):
         bucket and start the bucket's all-reduce once it is full, buckets
         in the plan's order."""
         self.next_bucket = 0
-        shared = {name for name, _, _ in self.weight_out}
         hooks = []
         for b in self.buckets:
             b.work = None
@@ -506,7 +503,6 @@ class PlanRunner(Messenger):
                 if p.requires_grad:
                     hooks.append(p.register_hook(self._hook(b, i)))
         self.filled = set()
-        self.shared_in_buckets = shared
         return hooks
 
     def _hook(self, bucket, i):
