@@ -10,11 +10,14 @@
 /// to the unit tests. docs/placers.md describes them and where dp differs
 /// from the paper.
 ///
-/// Memory follows the static estimate: a unit placed on a device keeps its
+/// Memory: a unit placed on a device takes its
 /// PlacementProblem::getUnitMemory there, plus one copy per device of each
 /// tensor it reads from another unit. The copy is reserved when the reader
 /// is placed unless the tensor's home unit is already on that device, and
-/// freed if the home unit is placed there later.
+/// freed if the home unit is placed there later. Under Baechi's schedule
+/// estimate (memory=schedule) a result and its copies are freed once its
+/// last reader is scheduled; under the static one (memory=static) they
+/// stay all step.
 ///
 //===----------------------------------------------------------------------===//
 
@@ -42,6 +45,17 @@ struct DeviceTiers {
   std::vector<unsigned> First, Spill;
 };
 
+/// How a Baechi placer counts what a device holds (memory=).
+enum class MemoryEstimate {
+  /// Baechi's: results (and their copies) are held from their unit's
+  /// placement until their last reader is scheduled; weights, graph
+  /// inputs and persistent bytes all step.
+  Schedule,
+  /// Every result of a placed unit held all step, as if live at once: a
+  /// placement that fits also fits when the ops run in another order.
+  Static,
+};
+
 /// The devices of the `devices=` option \p Which: "auto" (every device
 /// that is not a CPU, and the CPUs for what does not fit on them; every
 /// device when all are CPUs), "gpus" (every device that is not a CPU) or
@@ -55,9 +69,11 @@ selectDevices(const Cluster &C, llvm::StringRef Algo, llvm::StringRef Which);
 /// largest unit (Baechi's cap: total / devices + largest); shares follow
 /// each device's speed on the whole graph. Without, devices fill to
 /// capacity. Units left over go to the first device with room, First
-/// devices before Spill devices.
+/// devices before Spill devices. Under the schedule estimate the units run
+/// in that order, each unit's ops at its placement.
 llvm::Expected<std::vector<uint32_t>>
-placeTopo(const PlacementProblem &P, const DeviceTiers &Devices, bool Uniform);
+placeTopo(const PlacementProblem &P, const DeviceTiers &Devices, bool Uniform,
+          MemoryEstimate Memory = MemoryEstimate::Schedule);
 
 /// A list schedule of a problem's ops, with each unit on one device.
 struct Schedule {
@@ -85,7 +101,8 @@ struct Schedule {
 llvm::Expected<Schedule>
 scheduleList(const PlacementProblem &P, llvm::StringRef Algo,
              const DeviceTiers &Devices,
-             llvm::ArrayRef<uint32_t> FavouriteChild = {});
+             llvm::ArrayRef<uint32_t> FavouriteChild = {},
+             MemoryEstimate Memory = MemoryEstimate::Schedule);
 
 /// An edge of the favourite-child LP.
 struct LPEdge {

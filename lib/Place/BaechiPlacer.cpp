@@ -16,6 +16,7 @@
 #include "Baechi.h"
 #include "Placers.h"
 #include "dp/Support/Diagnostics.h"
+#include "dp/Support/Format.h"
 #include "dp/Support/GLPK.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -165,18 +166,61 @@ DataFlow::DataFlow(const PlacementProblem &P) {
 
 namespace {
 
-/// Baechi's static memory model: a unit on a device keeps its memory
-/// estimate there, and a copy of every tensor it reads from another unit,
-/// one per device. A copy is reserved when its reader is placed, unless the
-/// tensor's home unit is already on the same device; placing the home unit
-/// on a device where its results were reserved as copies frees them.
+/// What a Baechi placer counts on each device. A unit fits on a device
+/// when its memory estimate there fits in what is free: its
+/// PlacementProblem::getUnitMemory and a copy of every tensor it reads
+/// from another unit, unless the tensor's home unit is already on the
+/// device.
+///
+/// Under the static estimate placing the unit takes all of that for the
+/// whole step; placing the home unit on a device where its results were
+/// reserved as copies frees them.
+///
+/// Under the schedule estimate the placer also says when each op runs
+/// (ran()), and a result is freed, with its copies, once its last reader
+/// has run (one that nothing reads once it is made); weights, graph inputs
+/// and persistent bytes stay. With ops placed at once (m-TOPO) placing a
+/// unit takes its whole estimate, and its ops run right after; with ops
+/// run one by one (the list schedules) placing a unit takes its weights,
+/// inputs and persistent bytes, and each op takes its results and the
+/// copies it reads when it runs.
 class MemoryModel {
 public:
-  MemoryModel(const PlacementProblem &P, const DataFlow &F)
-      : P(P), F(F), D(P.getNumDevices()), UnitDevice(P.getNumUnits(), NoDevice),
-        Used(D, 0), Reserved(F.Bytes.size() * D, 0),
+  enum class Ops { AtPlacement, OneByOne };
+
+  MemoryModel(const PlacementProblem &P, const DataFlow &F,
+              MemoryEstimate Estimate, Ops When)
+      : P(P), F(F), D(P.getNumDevices()), OneByOne(When == Ops::OneByOne),
+        UnitDevice(P.getNumUnits(), NoDevice), Used(D, 0),
+        Reserved(F.Bytes.size() * D, 0),
         NeedCache(size_t(P.getNumUnits()) * D, 0),
-        NeedVersion(P.getNumUnits(), ~0u) {}
+        NeedVersion(P.getNumUnits(), ~0u) {
+    if (Estimate != MemoryEstimate::Schedule) {
+      OneByOne = false;
+      return;
+    }
+    const Graph &G = P.getGraph();
+    ReadersLeft.assign(F.Bytes.size(), 0);
+    for (unsigned O = 0, N = G.getNumOps(); O != N; ++O)
+      for (uint32_t T : F.inputs(O))
+        ++ReadersLeft[T];
+    Read.resize(F.Bytes.size());
+    Released.assign(F.Bytes.size(), 0);
+    for (size_t T = 0, E = Read.size(); T != E; ++T)
+      Read[T] = ReadersLeft[T] != 0;
+    if (!OneByOne)
+      return;
+    // What stays: the unit's estimate but its results.
+    Fixed.resize(P.getNumUnits());
+    for (unsigned U = 0, NU = P.getNumUnits(); U != NU; ++U) {
+      uint64_t Results = 0;
+      for (uint32_t O : P.getUnitOps(U))
+        for (TensorId T : G.getOp(O).Results)
+          if (T != NoId)
+            Results += F.Bytes[T];
+      Fixed[U] = P.getUnitMemory(U) - std::min(P.getUnitMemory(U), Results);
+    }
+  }
 
   uint32_t getDevice(unsigned U) const { return UnitDevice[U]; }
   ArrayRef<uint32_t> getPlacement() const { return UnitDevice; }
@@ -192,7 +236,8 @@ public:
   }
 
   uint64_t getFree(unsigned Dev) const {
-    return P.getDeviceCapacity(Dev) - Used[Dev];
+    uint64_t Cap = P.getDeviceCapacity(Dev);
+    return Cap - std::min(Cap, Used[Dev]);
   }
   bool fits(unsigned U, unsigned Dev) const {
     return getNeed(U, Dev) <= getFree(Dev);
@@ -201,9 +246,67 @@ public:
   void place(unsigned U, unsigned Dev) {
     assert(UnitDevice[U] == NoDevice && "a unit is placed once");
     assert(fits(U, Dev) && "placed where it fits");
-    Used[Dev] += computeNeed(U, Dev, /*Commit=*/true);
+    if (OneByOne)
+      Used[Dev] += Fixed[U];
+    else
+      Used[Dev] += computeNeed(U, Dev, /*Commit=*/true);
     UnitDevice[U] = Dev;
     ++Version;
+    // Results whose readers all ran before their producer's unit was
+    // placed (units in a cycle of groups) go now.
+    if (!ReadersLeft.empty() && !OneByOne)
+      for (uint32_t O : P.getUnitOps(U))
+        for (TensorId T : P.getGraph().getOp(O).Results)
+          if (T != NoId && Read[T] && !ReadersLeft[T])
+            release(T);
+  }
+
+  /// Op \p O has run (been scheduled) on its unit's device: under the
+  /// schedule estimate, run one by one, it takes its results and the
+  /// copies it reads there, which fails when they do not fit; then its
+  /// results that nothing reads and those it was the last reader of are
+  /// freed, as the simulator frees them.
+  Error ran(StringRef Algo, unsigned O) {
+    if (ReadersLeft.empty())
+      return Error::success();
+    const Op &Node = P.getGraph().getOp(O);
+    unsigned Dev = UnitDevice[P.getUnitOf(O)];
+    if (OneByOne) {
+      uint64_t Before = Used[Dev];
+      for (TensorId T : Node.Results)
+        if (T != NoId)
+          Used[Dev] += F.Bytes[T];
+      for (uint32_t T : F.inputs(O)) {
+        uint8_t &Copy = Reserved[size_t(T) * D + Dev];
+        if (Copy || UnitDevice[P.getUnitOf(F.HomeOp[T])] == Dev)
+          continue;
+        Copy = 1;
+        Used[Dev] += F.Bytes[T];
+        ++Version;
+      }
+      uint64_t Cap = P.getDeviceCapacity(Dev);
+      if (Used[Dev] > Cap)
+        return makeNodeError(
+            Node.Name,
+            "place{algo=" + Algo + "}: op '" + Node.Name + "' runs on " +
+                P.getCluster().getDevices()[Dev].Name + " with " +
+                P.describeUnit(P.getUnitOf(O)) + ", and needs " +
+                formatBytes(Used[Dev] - Before) + " there when it runs: " +
+                formatBytes(Cap - std::min(Cap, Before)) + " is free, of " +
+                formatBytes(Cap) +
+                " (memory=static reserves each unit's memory when it is "
+                "placed)");
+    }
+    for (TensorId T : Node.Results)
+      if (T != NoId && !Read[T])
+        release(T);
+    for (uint32_t T : F.inputs(O)) {
+      assert(ReadersLeft[T] && "an op runs once");
+      if (--ReadersLeft[T] == 0 &&
+          UnitDevice[P.getUnitOf(F.HomeOp[T])] != NoDevice)
+        release(T);
+    }
+    return Error::success();
   }
 
   /// The error for unit \p U, which fits on none of \p Devices: the
@@ -235,7 +338,10 @@ private:
     uint64_t Need = P.getUnitMemory(U);
     for (uint32_t T : F.external(U)) {
       uint8_t &Copy = Reserved[size_t(T) * D + Dev];
-      if (Copy || UnitDevice[P.getUnitOf(F.HomeOp[T])] == Dev)
+      uint32_t Home = UnitDevice[P.getUnitOf(F.HomeOp[T])];
+      // Run one by one, an op reserves its copies when it runs, and a
+      // tensor whose home is not placed yet may come to this device.
+      if (Copy || Home == Dev || (OneByOne && Home == NoDevice))
         continue;
       Need += F.Bytes[T];
       if (Commit)
@@ -257,9 +363,32 @@ private:
     return Need;
   }
 
+  /// Frees produced tensor \p T (its readers have all run) on its home
+  /// device and wherever a copy of it is.
+  void release(uint32_t T) {
+    if (!F.Produced[T] || Released[T])
+      return;
+    Released[T] = 1;
+    uint64_t Bytes = F.Bytes[T];
+    unsigned Home = UnitDevice[P.getUnitOf(F.HomeOp[T])];
+    assert(Used[Home] >= Bytes && "a result is counted where it is made");
+    Used[Home] -= Bytes;
+    for (unsigned Dev = 0; Dev != D; ++Dev) {
+      uint8_t &Copy = Reserved[size_t(T) * D + Dev];
+      if (!Copy)
+        continue;
+      assert(Used[Dev] >= Bytes && "a copy is counted where it is");
+      Used[Dev] -= Bytes;
+      Copy = 0;
+      // getNeed counts the copies a unit would need.
+      ++Version;
+    }
+  }
+
   const PlacementProblem &P;
   const DataFlow &F;
   unsigned D;
+  bool OneByOne;
   std::vector<uint32_t> UnitDevice;
   std::vector<uint64_t> Used;
   /// Per (tensor, device): a copy is reserved there.
@@ -268,6 +397,13 @@ private:
   mutable std::vector<uint64_t> NeedCache;
   mutable std::vector<unsigned> NeedVersion;
   unsigned Version = 0;
+  /// Under the schedule estimate: per tensor, the ops that read it and
+  /// have not run, whether any op reads it, and the tensors freed.
+  std::vector<uint32_t> ReadersLeft;
+  std::vector<uint8_t> Read;
+  std::vector<uint8_t> Released;
+  /// Run one by one: per unit, its estimate but its results.
+  std::vector<uint64_t> Fixed;
 };
 
 } // namespace
@@ -301,10 +437,16 @@ Expected<DeviceTiers> selectDevices(const Cluster &C, StringRef Algo,
 // m-TOPO
 //===----------------------------------------------------------------------===//
 
-Expected<std::vector<uint32_t>>
-placeTopo(const PlacementProblem &P, const DeviceTiers &Devices, bool Uniform) {
+Expected<std::vector<uint32_t>> placeTopo(const PlacementProblem &P,
+                                          const DeviceTiers &Devices,
+                                          bool Uniform, MemoryEstimate Memory) {
   DataFlow F(P);
-  MemoryModel M(P, F);
+  MemoryModel M(P, F, Memory, MemoryModel::Ops::AtPlacement);
+  auto Place = [&](unsigned U, unsigned Dev) {
+    M.place(U, Dev);
+    for (uint32_t O : P.getUnitOps(U))
+      cantFail(M.ran("m-topo", O)); // Ops at placement cannot fail.
+  };
   unsigned NU = P.getNumUnits(), D = P.getNumDevices();
 
   // Caps: each device's fair share of memory and of compute time, shares
@@ -347,7 +489,7 @@ placeTopo(const PlacementProblem &P, const DeviceTiers &Devices, bool Uniform) {
       double Time = P.getUnitTime(U, Dev);
       if (Mem + Need > MemCap[Dev] || Work + Time > WorkCap[Dev])
         break;
-      M.place(U, Dev);
+      Place(U, Dev);
       Mem += Need;
       Work += Time;
     }
@@ -362,7 +504,7 @@ placeTopo(const PlacementProblem &P, const DeviceTiers &Devices, bool Uniform) {
           Dev = I;
     if (Dev == NoDevice)
       return M.makeNoFit("m-topo", U, Devices);
-    M.place(U, Dev);
+    Place(U, Dev);
   }
   return M.getPlacement().vec();
 }
@@ -386,13 +528,14 @@ struct Candidate {
 class ListScheduler {
 public:
   ListScheduler(const PlacementProblem &P, StringRef Algo,
-                const DeviceTiers &Devices, ArrayRef<uint32_t> FavouriteChild);
+                const DeviceTiers &Devices, ArrayRef<uint32_t> FavouriteChild,
+                MemoryEstimate Memory);
   Expected<Schedule> run();
 
 private:
   double getDataReady(unsigned Op, unsigned Dev, bool Commit);
   Error collectCandidates();
-  void commit(const Candidate &C);
+  Error commit(const Candidate &C);
 
   const PlacementProblem &P;
   StringRef Algo;
@@ -422,9 +565,10 @@ private:
 
 ListScheduler::ListScheduler(const PlacementProblem &P, StringRef Algo,
                              const DeviceTiers &Devices,
-                             ArrayRef<uint32_t> FavouriteChild)
+                             ArrayRef<uint32_t> FavouriteChild,
+                             MemoryEstimate Memory)
     : P(P), Algo(Algo), Devices(Devices), FavouriteChild(FavouriteChild), F(P),
-      M(P, F), D(P.getNumDevices()) {
+      M(P, F, Memory, MemoryModel::Ops::OneByOne), D(P.getNumDevices()) {
   const Cluster &C = P.getCluster();
   RouteBegin.push_back(0);
   for (unsigned Src = 0; Src != D; ++Src)
@@ -549,7 +693,7 @@ Error ListScheduler::collectCandidates() {
   return Error::success();
 }
 
-void ListScheduler::commit(const Candidate &C) {
+Error ListScheduler::commit(const Candidate &C) {
   unsigned Op = C.Op, U = C.Unit, Dev = C.Device;
   bool Backfill =
       WaitsFor[Dev] != NoUnit && WaitsFor[Dev] != U && WaitStart[Dev] != Inf;
@@ -567,6 +711,8 @@ void ListScheduler::commit(const Candidate &C) {
   S.Makespan = std::max(S.Makespan, End);
   DeviceFree[Dev] = End;
   OpDevice[Op] = Dev;
+  if (Error E = M.ran(Algo, Op))
+    return E;
   // The device now waits for the favourite child of its last op's unit,
   // unless the op only filled time while it waited for another child.
   if (!FavouriteChild.empty() && !Backfill) {
@@ -579,6 +725,7 @@ void ListScheduler::commit(const Candidate &C) {
   for (uint32_t Next : F.successors(Op))
     if (--Pending[Next] == 0)
       Ready.push_back(Next);
+  return Error::success();
 }
 
 Expected<Schedule> ListScheduler::run() {
@@ -598,7 +745,8 @@ Expected<Schedule> ListScheduler::run() {
         Best = &C;
     }
     assert(Best && "the child a device waits for is a candidate itself");
-    commit(*Best);
+    if (Error E = commit(*Best))
+      return std::move(E);
   }
   assert(all_of(S.UnitDevice, [](uint32_t Dev) { return Dev != NoDevice; }) &&
          "every unit has an op");
@@ -607,8 +755,9 @@ Expected<Schedule> ListScheduler::run() {
 
 Expected<Schedule> scheduleList(const PlacementProblem &P, StringRef Algo,
                                 const DeviceTiers &Devices,
-                                ArrayRef<uint32_t> FavouriteChild) {
-  return ListScheduler(P, Algo, Devices, FavouriteChild).run();
+                                ArrayRef<uint32_t> FavouriteChild,
+                                MemoryEstimate Memory) {
+  return ListScheduler(P, Algo, Devices, FavouriteChild, Memory).run();
 }
 
 //===----------------------------------------------------------------------===//
@@ -944,6 +1093,18 @@ static Expected<bool> parseBool(StringRef Algo, StringRef Key,
                    " must be true or false, not '" + Value + "'");
 }
 
+static Expected<MemoryEstimate> parseMemory(StringRef Algo,
+                                            const PlaceOptions &Opts) {
+  StringRef Value = Opts.get("memory");
+  if (Value == "schedule")
+    return MemoryEstimate::Schedule;
+  if (Value == "static")
+    return MemoryEstimate::Static;
+  return makeError("place{algo=" + Algo +
+                   "}: memory must be 'schedule' or 'static', not '" + Value +
+                   "'");
+}
+
 Expected<std::vector<uint32_t>> placeMTopo(const PlacementProblem &P,
                                            const PlaceOptions &Opts) {
   Expected<DeviceTiers> Devices =
@@ -953,7 +1114,10 @@ Expected<std::vector<uint32_t>> placeMTopo(const PlacementProblem &P,
   Expected<bool> Uniform = parseBool("m-topo", "uniform", Opts.get("uniform"));
   if (!Uniform)
     return Uniform.takeError();
-  return placeTopo(P, *Devices, *Uniform);
+  Expected<MemoryEstimate> Memory = parseMemory("m-topo", Opts);
+  if (!Memory)
+    return Memory.takeError();
+  return placeTopo(P, *Devices, *Uniform, *Memory);
 }
 
 Expected<std::vector<uint32_t>> placeMEtf(const PlacementProblem &P,
@@ -962,7 +1126,10 @@ Expected<std::vector<uint32_t>> placeMEtf(const PlacementProblem &P,
       selectDevices(P.getCluster(), "m-etf", Opts.get("devices"));
   if (!Devices)
     return Devices.takeError();
-  Expected<Schedule> S = scheduleList(P, "m-etf", *Devices);
+  Expected<MemoryEstimate> Memory = parseMemory("m-etf", Opts);
+  if (!Memory)
+    return Memory.takeError();
+  Expected<Schedule> S = scheduleList(P, "m-etf", *Devices, {}, *Memory);
   if (!S)
     return S.takeError();
   return std::move(S->UnitDevice);
@@ -974,6 +1141,9 @@ Expected<std::vector<uint32_t>> placeMSct(const PlacementProblem &P,
       selectDevices(P.getCluster(), "m-sct", Opts.get("devices"));
   if (!Devices)
     return Devices.takeError();
+  Expected<MemoryEstimate> Memory = parseMemory("m-sct", Opts);
+  if (!Memory)
+    return Memory.takeError();
   // lp-limit: the most LP nodes (after chain contraction) m-SCT solves in
   // one LP; it and threshold default as Placers.def says.
   unsigned Limit = 0;
@@ -990,7 +1160,7 @@ Expected<std::vector<uint32_t>> placeMSct(const PlacementProblem &P,
                      "[0, 1], not '" +
                      ThresholdText + "'");
   FavouriteChildren Fav = computeUnitFavourites(P, Threshold, Limit);
-  Expected<Schedule> S = scheduleList(P, "m-sct", *Devices, Fav.Child);
+  Expected<Schedule> S = scheduleList(P, "m-sct", *Devices, Fav.Child, *Memory);
   if (!S)
     return S.takeError();
   return std::move(S->UnitDevice);

@@ -47,9 +47,10 @@ Schedule schedule(const PlacementProblem &P, StringRef Which = "auto",
 }
 
 std::vector<uint32_t> topo(const PlacementProblem &P, bool Uniform,
-                           StringRef Which = "auto") {
+                           StringRef Which = "auto",
+                           MemoryEstimate Memory = MemoryEstimate::Schedule) {
   Expected<std::vector<uint32_t>> R =
-      placeTopo(P, tiers(P.getCluster(), Which), Uniform);
+      placeTopo(P, tiers(P.getCluster(), Which), Uniform, Memory);
   if (!R) {
     ADD_FAILURE() << describe(collectErrors(R.takeError()));
     return {};
@@ -228,7 +229,9 @@ TEST(BaechiETFTest, NoFitNamesTheUnit) {
   EXPECT_EQ(Diags[0].Loc.Node, "big");
   EXPECT_EQ(Diags[0].Message,
             "place{algo=m-etf}: no device can hold op 'big': it needs 4.9 KiB, "
-            "and at most 4.0 KiB is free (on gpu:1, of its 4.0 KiB)");
+            "and at most 4.0 KiB is free (on gpu:1, of its 4.0 KiB); it "
+            "would fit only on a device of at least 4.9 KiB (a cluster with "
+            "more memory per device)");
 }
 
 // devices=auto: the CPU only takes what fits on no GPU; devices=gpus: an
@@ -394,23 +397,32 @@ TEST(BaechiTopoTest, FillsUpToTheCap) {
   EXPECT_EQ(topo(P, /*Uniform=*/false), (std::vector<uint32_t>{0, 0, 0, 0}));
 }
 
-// With 2100 bytes per device, gpu:0 holds a and b; c needs 1004 bytes and
-// a 4-byte copy of b's result on gpu:1, and d fits beside it. With 2011
-// bytes, gpu:0 holds a, gpu:1 b (and a copy of a's result), and c fits on
-// neither.
+// Under the static estimate: with 2100 bytes per device, gpu:0 holds a
+// and b; c needs 1004 bytes and a 4-byte copy of b's result on gpu:1, and
+// d fits beside it. With 2011 bytes, gpu:0 holds a, gpu:1 b (and a copy of
+// a's result), and c fits on neither. Under the schedule estimate a's
+// result and its copy are gone once b ran: c fits on gpu:1, and d (1004
+// bytes of its own and a copy of c's result) is the op that fits nowhere.
 TEST(BaechiTopoTest, CapacityAndCopies) {
   Graph G = makeHeavyChain();
   Cluster C = makeCluster(2, 2100);
   PlacementProblem P = buildProblem(G, C);
-  EXPECT_EQ(topo(P, /*Uniform=*/false), (std::vector<uint32_t>{0, 0, 1, 1}));
+  EXPECT_EQ(topo(P, /*Uniform=*/false, "auto", MemoryEstimate::Static),
+            (std::vector<uint32_t>{0, 0, 1, 1}));
   Cluster Tight = makeCluster(2, 2011);
   PlacementProblem PT = buildProblem(G, Tight);
   Expected<std::vector<uint32_t>> R =
-      runPlacer(PT, "m-topo", {{"uniform", "false"}});
+      runPlacer(PT, "m-topo", {{"uniform", "false"}, {"memory", "static"}});
   ASSERT_FALSE(bool(R));
   EXPECT_EQ(collectErrors(R.takeError())[0].Message,
             "place{algo=m-topo}: no device can hold op 'c': it needs 1004 B, "
-            "and at most 1003 B is free (on gpu:1, of its 2.0 KiB)");
+            "and at most 1003 B is free (on gpu:1, of its 2.0 KiB); to "
+            "fit, try place{algo=anneal} (it searches with the simulator's "
+            "memory), a smaller batch (import-onnx{batch=N}) or a cluster "
+            "with more memory");
+  R = runPlacer(PT, "m-topo", {{"uniform", "false"}});
+  ASSERT_FALSE(bool(R));
+  EXPECT_EQ(collectErrors(R.takeError())[0].Loc.Node, "d");
 }
 
 // The CPU's fair share follows its speed: a tenth of a GPU's.
@@ -438,17 +450,21 @@ TEST(BaechiTopoTest, SharesFollowSpeed) {
 //===----------------------------------------------------------------------===//
 
 // On random graphs with tight memory, each placer returns the same
-// placement twice, and it fits the static model (or the placer fails).
+// placement twice under either estimate, and under the static one it fits
+// the static model (or the placer fails).
 TEST(BaechiTest, DeterministicAndWithinMemory) {
   Cluster C = makeCluster(3, 160 << 10, 1e4);
   unsigned Placed = 0;
-  for (uint64_t Seed = 0; Seed != 12; ++Seed) {
-    Graph G = makeRandomGraph(Seed, 10 + Seed * 5);
+  for (uint64_t Seed = 0; Seed != 24; ++Seed) {
+    Graph G = makeRandomGraph(Seed / 2, 10 + Seed / 2 * 5);
     PlacementProblem P = buildProblem(G, C);
     PlacementProblem P2 = buildProblem(G, C);
+    bool Static = Seed % 2;
     for (StringRef Algo : {"m-topo", "m-etf", "m-sct"}) {
-      Expected<std::vector<uint32_t>> A = runPlacer(P, Algo);
-      Expected<std::vector<uint32_t>> B = runPlacer(P2, Algo);
+      std::vector<std::pair<std::string, std::string>> Opts{
+          {"memory", Static ? "static" : "schedule"}};
+      Expected<std::vector<uint32_t>> A = runPlacer(P, Algo, Opts);
+      Expected<std::vector<uint32_t>> B = runPlacer(P2, Algo, Opts);
       ASSERT_EQ(bool(A), bool(B));
       if (!A) {
         llvm::consumeError(A.takeError());
@@ -456,16 +472,124 @@ TEST(BaechiTest, DeterministicAndWithinMemory) {
         continue;
       }
       EXPECT_EQ(*A, *B) << Algo.str() << " on graph " << Seed;
+      ++Placed;
+      if (!Static)
+        continue;
       std::vector<uint64_t> Used(C.getNumDevices(), 0);
       for (unsigned U = 0; U != P.getNumUnits(); ++U)
         Used[(*A)[U]] += P.getUnitMemory(U);
       for (unsigned Dev = 0; Dev != C.getNumDevices(); ++Dev)
         EXPECT_LE(Used[Dev], P.getDeviceCapacity(Dev))
             << Algo.str() << " on graph " << Seed;
-      ++Placed;
     }
   }
-  EXPECT_GT(Placed, 20u);
+  EXPECT_GT(Placed, 40u);
+}
+
+// A chain x -> a -> b -> ... -> f of 1000-byte results on two GPUs of
+// 2500 bytes and a CPU. The static estimate holds every result all step
+// (6004 bytes), so the chain spills to the CPU; Baechi's schedule estimate
+// frees each result once its reader ran, and the GPUs hold it all.
+TEST(BaechiTest, ScheduleEstimateFreesResults) {
+  GraphBuilder B;
+  TensorId V = B.input("x");
+  for (StringRef Name : {"a", "b", "c", "d", "e", "f"})
+    V = B.result(B.op(Name, 1, {V}, 250));
+  B.G.addOutput(V);
+  Cluster C = makeCluster(2, 2500, 1000, /*WithCPU=*/true);
+  PlacementProblem P = buildProblem(B.G, C);
+  for (StringRef Algo : {"m-topo", "m-etf", "m-sct"}) {
+    Expected<std::vector<uint32_t>> Live = runPlacer(P, Algo);
+    ASSERT_TRUE(bool(Live)) << describe(collectErrors(Live.takeError()));
+    EXPECT_EQ(llvm::count(*Live, 2u), 0) << Algo.str();
+    Expected<std::vector<uint32_t>> Static =
+        runPlacer(P, Algo, {{"memory", "static"}});
+    ASSERT_TRUE(bool(Static)) << describe(collectErrors(Static.takeError()));
+    EXPECT_GT(llvm::count(*Static, 2u), 0) << Algo.str();
+  }
+}
+
+// A result stays while a reader has not run: a -> b -> c -> d with d also
+// reading a, 1000-byte results but d's, two GPUs of 2500 bytes. a and b go
+// to gpu:0; c does not fit beside them, as a is still to be read by d
+// (1004 + 1000 + 1000 bytes), and goes to gpu:1 with a copy of b. Once c
+// ran, b and its copy are freed and d fits. The static estimate keeps b:
+// d fits nowhere.
+TEST(BaechiTest, ScheduleEstimateKeepsWhatIsStillRead) {
+  GraphBuilder B;
+  OpId A = B.op("a", 1, {B.input("x")}, 250);
+  OpId Bop = B.op("b", 1, {B.result(A)}, 250);
+  OpId Cop = B.op("c", 1, {B.result(Bop)}, 250);
+  B.G.addOutput(B.result(B.op("d", 1, {B.result(A), B.result(Cop)})));
+  Cluster C = makeCluster(2, 2500);
+  PlacementProblem P = buildProblem(B.G, C);
+  for (StringRef Algo : {"m-topo", "m-etf", "m-sct"}) {
+    std::vector<std::pair<std::string, std::string>> Opts{{"devices", "gpus"}};
+    if (Algo == "m-topo")
+      Opts.emplace_back("uniform", "false");
+    Expected<std::vector<uint32_t>> R = runPlacer(P, Algo, Opts);
+    ASSERT_TRUE(bool(R)) << describe(collectErrors(R.takeError()));
+    EXPECT_EQ(deviceOf(P, *R, "a"), 0u) << Algo.str();
+    EXPECT_EQ(deviceOf(P, *R, "b"), 0u) << Algo.str();
+    EXPECT_EQ(deviceOf(P, *R, "c"), 1u) << Algo.str();
+    Opts.emplace_back("memory", "static");
+    Expected<std::vector<uint32_t>> S = runPlacer(P, Algo, Opts);
+    ASSERT_FALSE(bool(S)) << Algo.str();
+    EXPECT_EQ(collectErrors(S.takeError())[0].Loc.Node, "d");
+  }
+}
+
+// Scheduled op by op, a unit's later op takes its result when it runs, on
+// the unit's device: groups {a, d}, {b}, {c} on one GPU of 2500 bytes, d
+// reading b and c (1200 bytes each, held until d ran) and making 1000
+// bytes. Each unit fits when it is placed, but d does not fit when it runs,
+// and the error says so. The static estimate counts {a, d}'s 1008 bytes
+// and copies of the 2400 bytes d reads from units not placed yet: the
+// group fits nowhere at a.
+TEST(BaechiETFTest, LaterOpOfAPlacedUnitThatDoesNotFit) {
+  GraphBuilder B;
+  OpId A = B.op("a", 1, {B.input("x")});
+  OpId Bop = B.op("b", 1, {B.result(A)}, 300);
+  OpId Cop = B.op("c", 1, {B.result(Bop)}, 300);
+  OpId Dop = B.op("d", 1, {B.result(Bop), B.result(Cop)}, 250);
+  B.G.addOutput(B.result(Dop));
+  for (auto [O, Group] : {std::pair{A, 0}, {Bop, 1}, {Cop, 2}, {Dop, 0}})
+    B.G.getOp(O).Annotations.set("group", Attribute::getInt(Group));
+  Cluster C = makeCluster(1, 2500);
+  PlacementProblem P = buildProblem(B.G, C);
+  ASSERT_EQ(P.getNumUnits(), 3u);
+  for (StringRef Algo : {"m-etf", "m-sct"}) {
+    Expected<std::vector<uint32_t>> R = runPlacer(P, Algo);
+    ASSERT_FALSE(bool(R)) << Algo.str();
+    std::vector<Diag> Diags = collectErrors(R.takeError());
+    ASSERT_EQ(Diags.size(), 1u);
+    EXPECT_EQ(Diags[0].Loc.Node, "d");
+    EXPECT_EQ(Diags[0].Message,
+              "place{algo=" + Algo.str() +
+                  "}: op 'd' runs on gpu:0 with group 0 ('a' and 1 more "
+                  "ops), and needs 1000 B there when it runs: 96 B is free, "
+                  "of 2.4 KiB (memory=static reserves each unit's memory "
+                  "when it is placed)");
+    R = runPlacer(P, Algo, {{"memory", "static"}});
+    ASSERT_FALSE(bool(R));
+    EXPECT_EQ(collectErrors(R.takeError())[0].Loc.Node, "a");
+  }
+}
+
+// memory= takes 'schedule' or 'static'.
+TEST(BaechiTest, MemoryOption) {
+  GraphBuilder B;
+  B.G.addOutput(B.result(B.op("a", 1, {B.input("x")})));
+  Cluster C = makeCluster(2);
+  PlacementProblem P = buildProblem(B.G, C);
+  for (StringRef Algo : {"m-topo", "m-etf", "m-sct"}) {
+    Expected<std::vector<uint32_t>> R =
+        runPlacer(P, Algo, {{"memory", "peak"}});
+    ASSERT_FALSE(bool(R));
+    EXPECT_EQ(collectErrors(R.takeError())[0].Message,
+              "place{algo=" + Algo.str() +
+                  "}: memory must be 'schedule' or 'static', not 'peak'");
+  }
 }
 
 // The list schedule is a valid schedule: every op starts after its inputs
