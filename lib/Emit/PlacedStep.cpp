@@ -4,6 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "EmitInternal.h"
 #include "dp/Emit/Emit.h"
 #include "dp/IR/Annotations.h"
 #include "dp/Sim/StepSimulation.h"
@@ -15,6 +16,8 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <map>
 
 using namespace llvm;
@@ -155,6 +158,176 @@ PlacedStep PlacedStep::build(const Graph &G, const StepSimulation &Sim) {
           "; it is recorded on " + Sim.C->getDevices()[NP.Device].Name);
   }
   return S;
+}
+
+//===----------------------------------------------------------------------===//
+// Gradients at the peak
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// A copy of a weight's gradient on a device, live over [Alloc, Free).
+struct GradientCopy {
+  unsigned Device;
+  double Alloc, Free;
+  uint64_t Bytes;
+};
+} // namespace
+
+/// The weights' gradients: what the update ops read besides the weights,
+/// in tensor order.
+static std::vector<TensorId> getWeightGradients(const Graph &G) {
+  std::vector<bool> Seen(G.getNumTensors());
+  std::vector<TensorId> Grads;
+  for (const Op &Node : G.ops()) {
+    if (ann::getString(Node, ann::Phase) != "update")
+      continue;
+    for (TensorId T : Node.Operands)
+      if (T != NoId && G.getTensor(T).Kind == TensorKind::Activation &&
+          G.getTensor(T).Producer != NoId && !Seen[T]) {
+        Seen[T] = true;
+        Grads.push_back(T);
+      }
+  }
+  llvm::sort(Grads);
+  return Grads;
+}
+
+/// The most bytes of \p Copies on \p Dev at any moment, counting a copy
+/// at the very moments it is made and freed too.
+static uint64_t getMostLive(ArrayRef<GradientCopy> Copies, unsigned Dev) {
+  std::vector<std::pair<double, int64_t>> Events;
+  for (const GradientCopy &C : Copies)
+    if (C.Device == Dev) {
+      Events.emplace_back(C.Alloc, int64_t(C.Bytes));
+      Events.emplace_back(C.Free, -int64_t(C.Bytes));
+    }
+  // At one time, allocations before frees.
+  llvm::sort(Events, [](const auto &A, const auto &B) {
+    return A.first != B.first ? A.first < B.first : A.second > B.second;
+  });
+  int64_t Live = 0, Most = 0;
+  for (const auto &[Time, Delta] : Events) {
+    Live += Delta;
+    Most = std::max(Most, Live);
+  }
+  return uint64_t(Most);
+}
+
+/// Under a pipeline plan the timeline has instances: bounds each device's
+/// gradients by every gradient it ever holds, twice on the producer's
+/// device when micro-batches accumulate into it (micro-batch k's gradient
+/// is made while k - 1's is read).
+static void boundPlanGradients(const PlacedStep &S, ArrayRef<TensorId> Grads,
+                               ArrayRef<uint32_t> GradIndex, PeakGradients &P) {
+  const Graph &G = *S.G;
+  const SimResult &R = S.Result;
+  unsigned HomeCopies = S.Plan && S.Plan->MicroBatches > 1 ? 2 : 1;
+  std::vector<SmallVector<unsigned, 2>> Holders(Grads.size());
+  for (unsigned I = 0, E = Grads.size(); I != E; ++I)
+    Holders[I].push_back(S.Placement[G.getTensor(Grads[I]).Producer]);
+  for (const TransferRecord &Tr : R.Transfers) {
+    uint32_t T = R.getTensor(Tr.Tensor);
+    if (GradIndex[T] == NoId)
+      continue;
+    SmallVector<unsigned, 2> &H = Holders[GradIndex[T]];
+    if (!is_contained(H, Tr.Dst))
+      H.push_back(Tr.Dst);
+  }
+  for (unsigned I = 0, E = Grads.size(); I != E; ++I) {
+    uint64_t Bytes = G.getTensor(Grads[I]).Type.getSizeInBytes().getValueOr(0);
+    for (unsigned K = 0; K != Holders[I].size(); ++K)
+      P.Bytes[Holders[I][K]] += (K == 0 ? HomeCopies : 1) * Bytes;
+  }
+}
+
+PeakGradients computePeakGradients(const PlacedStep &S) {
+  const Graph &G = *S.G;
+  const SimResult &R = S.Result;
+  unsigned D = S.C->getNumDevices();
+  PeakGradients P;
+  P.Bytes.assign(D, 0);
+  P.Exact.assign(D, true);
+  std::vector<TensorId> Grads = getWeightGradients(G);
+  P.Any = !Grads.empty();
+  if (!P.Any)
+    return P;
+  std::vector<uint32_t> GradIndex(G.getNumTensors(), NoId);
+  for (unsigned I = 0, E = Grads.size(); I != E; ++I)
+    GradIndex[Grads[I]] = I;
+  if (S.Plan) {
+    boundPlanGradients(S, Grads, GradIndex, P);
+    for (unsigned Dev = 0; Dev != D; ++Dev)
+      P.Exact[Dev] = !P.Bytes[Dev];
+    return P;
+  }
+
+  assert(R.Ops.size() == G.getNumOps() && "emit reads a recorded timeline");
+  // Every copy of every gradient, as the simulator allocates and frees
+  // it: results are allocated when their op starts, a copy is sent when
+  // the producer ends, and a copy goes when its device's last reader and,
+  // at home, its last transfer are done. Graph outputs stay.
+  std::vector<SmallVector<const TransferRecord *, 1>> Sent(Grads.size());
+  for (const TransferRecord &Tr : R.Transfers)
+    if (GradIndex[Tr.Tensor] != NoId)
+      Sent[GradIndex[Tr.Tensor]].push_back(&Tr);
+  std::vector<bool> IsOutput(G.getNumTensors());
+  for (TensorId T : G.getOutputs())
+    IsOutput[T] = true;
+  std::vector<GradientCopy> Copies;
+  for (unsigned I = 0, E = Grads.size(); I != E; ++I) {
+    const Tensor &Tn = G.getTensor(Grads[I]);
+    const OpInterval &Made = R.Ops[Tn.Producer];
+    uint64_t Bytes = Tn.Type.getSizeInBytes().getValueOr(0);
+    auto LastRead = [&](unsigned Dev, double From) {
+      for (const Use &U : Tn.Uses)
+        if (S.Placement[U.User] == Dev)
+          From = std::max(From, R.Ops[U.User].End);
+      return From;
+    };
+    unsigned Home = S.Placement[Tn.Producer];
+    double Free = LastRead(Home, Made.End);
+    for (const TransferRecord *Tr : Sent[I]) {
+      Free = std::max(Free, Tr->End);
+      Copies.push_back({Tr->Dst, Made.End, LastRead(Tr->Dst, Made.End), Bytes});
+    }
+    if (IsOutput[Grads[I]])
+      Free = std::numeric_limits<double>::infinity();
+    Copies.push_back({Home, Made.Start, Free, Bytes});
+  }
+
+  // The first time each device's bytes after that moment (its last sample
+  // at the time) are its peak.
+  constexpr double Unset = std::numeric_limits<double>::quiet_NaN();
+  std::vector<double> PeakTime(D, Unset), LastTime(D, Unset);
+  std::vector<uint64_t> LastBytes(D, 0);
+  auto Settle = [&](unsigned Dev) {
+    if (std::isnan(PeakTime[Dev]) && !std::isnan(LastTime[Dev]) &&
+        LastBytes[Dev] == R.PeakBytes[Dev])
+      PeakTime[Dev] = LastTime[Dev];
+  };
+  for (const MemorySample &M : R.Memory) {
+    if (M.Time != LastTime[M.Device])
+      Settle(M.Device);
+    LastTime[M.Device] = M.Time;
+    LastBytes[M.Device] = M.Bytes;
+  }
+  for (unsigned Dev = 0; Dev != D; ++Dev) {
+    Settle(Dev);
+    if (!R.PeakBytes[Dev])
+      continue;
+    double T = PeakTime[Dev];
+    if (std::isnan(T)) {
+      // The peak lasted no time: it is at some moment of one sample's
+      // time, which one the samples do not say.
+      P.Bytes[Dev] = getMostLive(Copies, Dev);
+      P.Exact[Dev] = !P.Bytes[Dev];
+      continue;
+    }
+    for (const GradientCopy &C : Copies)
+      if (C.Device == Dev && C.Alloc <= T && T < C.Free)
+        P.Bytes[Dev] += C.Bytes;
+  }
+  return P;
 }
 
 //===----------------------------------------------------------------------===//

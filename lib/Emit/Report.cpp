@@ -11,6 +11,7 @@
 #include "dp/Support/Format.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
@@ -263,12 +264,21 @@ h1 { font-size: 1.4em; }
 h2 { font-size: 1.15em; margin-top: 1.6em; }
 table { border-collapse: collapse; }
 th, td { padding: 3px 10px; border-bottom: 1px solid #ddd; text-align: left; }
-td.num { text-align: right; font-variant-numeric: tabular-nums; }
-.meter { width: 120px; height: 10px; background: #eee; display: inline-block; }
+td.num { text-align: right; font-variant-numeric: tabular-nums;
+         white-space: nowrap; }
+td.dev { white-space: nowrap; }
+th.group { text-align: center; border-bottom: 1px solid #bbb; }
+table.devices th { vertical-align: bottom; }
+table.devices th, table.devices td { padding: 3px 7px; }
+p.note { max-width: 60em; color: #444; }
+#node-counts { list-style: none; padding: 0; display: flex; flex-wrap: wrap;
+               gap: 4px 18px; }
+#node-filter { font-size: 1em; padding: 3px 6px; }
+.meter { width: 80px; height: 10px; background: #eee; display: inline-block; }
 .meter div { height: 10px; }
 .swatch { display: inline-block; width: 12px; height: 12px;
           margin-right: 6px; vertical-align: middle; border: 1px solid #888; }
-svg.timeline text { font-size: 11px; fill: #333; }
+svg.timeline text, svg.memory text { font-size: 11px; fill: #333; }
 svg.timeline text.tick { fill: #777; }
 svg.timeline line.grid { stroke: #e4e4e4; }
 svg.timeline rect.bar { stroke: #555; stroke-width: 0.3; }
@@ -451,40 +461,168 @@ static void writeMemoryChart(HTMLWriter &H, const PlacedStep &S) {
   H << "</svg>\n";
 }
 
-/// Every node of the user's model with its device and compute time, in
-/// the order of its first op: which op runs where, for the browser's
-/// find-in-page.
+/// The nodes table's filter: shows the rows whose node, op type, phases
+/// and device hold every word typed (or given as "#filter=WORDS" in the
+/// page's address), and each device's count of them. Without scripts the
+/// box stays hidden and the table lists every node.
+static const char *const NodesScript = R"(
+(function () {
+  var box = document.getElementById('node-filter');
+  var table = document.getElementById('node-table');
+  var shown = document.getElementById('node-shown');
+  var counts = document.querySelectorAll('#node-counts [data-device]');
+  var rows = Array.prototype.slice.call(table.tBodies[0].rows);
+  var keys = rows.map(function (r) {
+    var cells = Array.prototype.slice.call(r.cells, 0, 4);
+    return cells.map(function (c) { return c.textContent; })
+        .join(' ').toLowerCase();
+  });
+  function update() {
+    var words = box.value.toLowerCase().split(/\s+/).filter(Boolean);
+    var total = {}, matching = {}, n = 0;
+    rows.forEach(function (r, i) {
+      var dev = r.getAttribute('data-device');
+      var ok = words.every(function (w) { return keys[i].indexOf(w) >= 0; });
+      r.hidden = !ok;
+      total[dev] = (total[dev] || 0) + 1;
+      if (ok) {
+        matching[dev] = (matching[dev] || 0) + 1;
+        ++n;
+      }
+    });
+    counts.forEach(function (c) {
+      var dev = c.getAttribute('data-device');
+      c.textContent = (matching[dev] || 0) + ' of ' + (total[dev] || 0);
+    });
+    shown.textContent = 'showing ' + n + ' of ' + rows.length + ' nodes';
+    if (words.length)
+      document.getElementById('nodes').open = true;
+  }
+  var m = /^#filter=(.*)$/.exec(location.hash);
+  if (m)
+    box.value = decodeURIComponent(m[1]);
+  box.hidden = false;
+  box.addEventListener('input', update);
+  update();
+})();
+)";
+
+namespace {
+/// The phases of a training step's ops (training-graph's `phase`), as the
+/// nodes table names them; an op without one is forward.
+enum class NodePhaseKind : uint8_t { Forward, Backward, Update };
+
+/// What the nodes table says of a node besides its device: the op types
+/// of its forward ops (the first three) and the phases its ops are in.
+struct NodeFacts {
+  SmallVector<std::string, 3> Types;
+  unsigned NumTypes = 0;
+  /// A bit per NodePhaseKind.
+  uint8_t Phases = 0;
+};
+} // namespace
+
+static constexpr const char *NodePhaseNames[] = {"forward", "backward",
+                                                 "update"};
+
+static std::vector<NodeFacts> computeNodeFacts(const PlacedStep &S) {
+  const Graph &G = *S.G;
+  std::vector<NodeFacts> Facts(S.Nodes.size());
+  for (OpId O = 0, E = G.getNumOps(); O != E; ++O) {
+    if (S.Origin[O].empty())
+      continue;
+    auto It = S.NodeIndex.find(S.Origin[O]);
+    if (It == S.NodeIndex.end())
+      continue;
+    NodeFacts &F = Facts[It->second];
+    StringRef Phase = ann::getString(G.getOp(O), ann::Phase);
+    NodePhaseKind K = Phase == "backward" ? NodePhaseKind::Backward
+                      : Phase == "update" ? NodePhaseKind::Update
+                                          : NodePhaseKind::Forward;
+    F.Phases |= 1u << unsigned(K);
+    if (K != NodePhaseKind::Forward)
+      continue;
+    // A node that import expanded or unrolled has several; three say
+    // enough.
+    std::string Type = G.getQualifiedType(O);
+    if (is_contained(F.Types, Type))
+      continue;
+    if (F.Types.size() < 3)
+      F.Types.push_back(std::move(Type));
+    ++F.NumTypes;
+  }
+  return Facts;
+}
+
+/// Every node of the user's model with its op types, phases, device and
+/// compute time, in the order of its first op, and how many nodes each
+/// device runs; a script filters the rows.
 static void writeHTMLNodes(HTMLWriter &H, const PlacedStep &S) {
   if (S.Nodes.empty())
     return;
   const Cluster &C = *S.C;
-  H << "<h2>Nodes by device</h2>\n<details>\n<summary>"
+  unsigned D = C.getNumDevices();
+  std::vector<NodeFacts> Facts = computeNodeFacts(S);
+  std::vector<unsigned> PerDevice(D, 0);
+  for (const PlacedStep::NodePlacement &N : S.Nodes)
+    ++PerDevice[N.Device];
+  H << "<h2>Nodes by device</h2>\n<p class=\"node-tools\"><input "
+       "type=\"search\" id=\"node-filter\" hidden size=\"40\" "
+       "placeholder=\"filter by node, op type, phase or device\" "
+       "aria-label=\"filter the nodes\"> <span id=\"node-shown\"></span></p>\n"
+       "<ul id=\"node-counts\" aria-label=\"nodes per device\">\n"
+       "<li>nodes per device:</li>\n";
+  for (unsigned Dev = 0; Dev != D; ++Dev) {
+    H.raw() << "<li><span class=\"swatch\" style=\"background:"
+            << getDeviceColor(Dev) << "\"></span>";
+    H.text(C.getDevices()[Dev].Name) << ": <span data-device=\"";
+    H.text(C.getDevices()[Dev].Name)
+        << "\">" << std::to_string(PerDevice[Dev]) << "</span></li>\n";
+  }
+  H << "</ul>\n<details id=\"nodes\">\n<summary>"
     << std::to_string(S.Nodes.size())
-    << " nodes of the model: device and compute time of each</summary>\n"
-       "<table class=\"nodes\">\n<tr><th>node</th><th>device</th>"
-       "<th>compute</th></tr>\n";
-  for (const PlacedStep::NodePlacement &N : S.Nodes) {
+    << " nodes of the model: op type, phases, device and compute time of "
+       "each</summary>\n<table class=\"nodes\" id=\"node-table\">\n<thead>"
+       "<tr><th>node</th><th>op type</th><th>phases</th><th>device</th>"
+       "<th>compute</th></tr></thead>\n<tbody>\n";
+  for (unsigned I = 0, E = S.Nodes.size(); I != E; ++I) {
+    const PlacedStep::NodePlacement &N = S.Nodes[I];
+    const NodeFacts &F = Facts[I];
     double Time = 0;
     for (const auto &[Dev, T] : N.Time)
       Time += T;
-    H << "<tr><td>";
+    const std::string &Device = C.getDevices()[N.Device].Name;
+    H << "<tr data-device=\"";
+    H.text(Device) << "\"><td>";
     H.text(N.Name) << "</td><td>";
-    H.text(C.getDevices()[N.Device].Name + (N.isSplit() ? " (split)" : ""))
+    std::string Types = join(F.Types, ", ");
+    if (F.NumTypes > F.Types.size())
+      Types += formatv(" and {0} more", F.NumTypes - F.Types.size()).str();
+    H.text(Types) << "</td><td>";
+    SmallVector<StringRef, 3> Phases;
+    for (unsigned K = 0; K != array_lengthof(NodePhaseNames); ++K)
+      if (F.Phases & (1u << K))
+        Phases.push_back(NodePhaseNames[K]);
+    H.text(join(Phases, ", ")) << "</td><td>";
+    H.text(Device + (N.isSplit() ? " (split)" : ""))
         << "</td><td class=\"num\">";
     H.text(formatSeconds(Time)) << "</td></tr>\n";
   }
-  H << "</table>\n</details>\n";
+  H << "</tbody>\n</table>\n</details>\n<script>" << NodesScript
+    << "</script>\n";
 }
 
-/// Per device: its ops, busy time, load and peak memory.
+/// Per device: its ops, busy time, load and peak memory, and what the peak
+/// holds.
 static void writeHTMLDevices(HTMLWriter &H, const PlacedStep &S) {
   const Cluster &C = *S.C;
   const SimResult &R = S.Result;
   unsigned D = C.getNumDevices();
   // What the peak holds for the whole step: the weights at home on the
   // device (its first reader's) and the ops' persistent bytes, the
-  // optimizer's state apart; the rest of the peak is activations,
-  // gradients, received copies and workspaces.
+  // optimizer's state apart. The weights' gradients come from the
+  // timeline; the rest of the peak is activations and their gradients,
+  // received copies and workspaces.
   const Graph &G = *S.G;
   std::vector<uint64_t> Weights(D, 0), OptState(D, 0), Persistent(D, 0);
   for (TensorId T : G.getWeights()) {
@@ -499,20 +637,36 @@ static void writeHTMLDevices(HTMLWriter &H, const PlacedStep &S) {
     bool Update = ann::get(Node, ann::Phase).getValueOr("") == "update";
     (Update ? OptState : Persistent)[S.Placement[O]] += uint64_t(Bytes);
   }
-  H << "<h2>Devices</h2>\n<table class=\"devices\">\n<tr><th>device</th>"
-       "<th>type</th><th>ops</th><th>busy</th><th>load</th><th></th>"
-       "<th>peak memory</th><th>capacity</th><th></th><th>of the peak"
-       "</th></tr>\n";
+  PeakGradients Grads = computePeakGradients(S);
+  auto AnyOf = [](ArrayRef<uint64_t> Bytes) {
+    return any_of(Bytes, [](uint64_t B) { return B != 0; });
+  };
+  bool ShowOptState = Grads.Any || AnyOf(OptState);
+  bool ShowPersistent = AnyOf(Persistent);
+  unsigned Parts = 2 + Grads.Any + ShowOptState + ShowPersistent;
+  H << "<h2>Devices</h2>\n<table class=\"devices\">\n<tr>"
+       "<th rowspan=\"2\">device</th><th rowspan=\"2\">type</th>"
+       "<th rowspan=\"2\">ops</th><th rowspan=\"2\">busy</th>"
+       "<th rowspan=\"2\" colspan=\"2\">load</th>"
+       "<th rowspan=\"2\">peak memory</th><th rowspan=\"2\" colspan=\"2\">"
+       "capacity</th><th colspan=\""
+    << std::to_string(Parts) << "\" class=\"group\">of the peak</th></tr>\n"
+    << "<tr><th>weights</th>" << (Grads.Any ? "<th>gradients</th>" : "")
+    << (ShowOptState ? "<th>optimizer state</th>" : "")
+    << (ShowPersistent ? "<th>other persistent</th>" : "")
+    << "<th>activations and the rest</th></tr>\n";
+  bool AnyBound = false;
   for (unsigned Dev = 0; Dev != D; ++Dev) {
     double Load = R.StepTime > 0 ? R.BusyTime[Dev] / R.StepTime * 100 : 0;
     uint64_t Cap = C.getDeviceType(Dev).MemoryBytes;
     double Mem = Cap ? double(R.PeakBytes[Dev]) / double(Cap) * 100 : 0;
-    H.raw() << "<tr><td><span class=\"swatch\" style=\"background:"
+    H.raw() << "<tr><td class=\"dev\"><span class=\"swatch\" "
+               "style=\"background:"
             << getDeviceColor(Dev) << "\"></span>";
     H.text(C.getDevices()[Dev].Name);
     if (auto It = find(S.Stages, Dev); It != S.Stages.end())
       H.text((", stage " + Twine(It - S.Stages.begin())).str());
-    H << "</td><td>";
+    H << "</td><td class=\"dev\">";
     H.text(C.getDeviceType(Dev).Name)
         << "</td><td class=\"num\">" << std::to_string(R.OpCount[Dev])
         << "</td><td class=\"num\">";
@@ -523,18 +677,55 @@ static void writeHTMLDevices(HTMLWriter &H, const PlacedStep &S) {
     H.text(formatBytes(R.PeakBytes[Dev])) << "</td><td class=\"num\">";
     H.text(formatBytes(Cap)) << "</td><td>";
     writeMeter(H, Mem, Mem > 100 ? "#c00" : "#59a14f");
+    H << "</td>";
+    if (!R.PeakBytes[Dev]) {
+      H << "<td colspan=\"" << std::to_string(Parts) << "\"></td></tr>\n";
+      continue;
+    }
     uint64_t Held = Weights[Dev] + OptState[Dev] + Persistent[Dev];
     uint64_t Rest = R.PeakBytes[Dev] - std::min(R.PeakBytes[Dev], Held);
-    std::string Parts = "weights " + formatBytes(Weights[Dev]);
-    if (OptState[Dev])
-      Parts += ", optimizer state " + formatBytes(OptState[Dev]);
-    if (Persistent[Dev])
-      Parts += ", other persistent " + formatBytes(Persistent[Dev]);
-    Parts += ", activations and the rest " + formatBytes(Rest);
-    H << "</td><td>";
-    H.text(R.PeakBytes[Dev] ? Parts : "") << "</td></tr>\n";
+    // An upper bound on the gradients leaves a lower bound on the rest.
+    uint64_t Grad = std::min(Grads.Bytes[Dev], Rest);
+    bool Exact = Grads.Exact[Dev];
+    AnyBound |= !Exact;
+    auto Part = [&](StringRef Bound, uint64_t Bytes) {
+      H << "<td class=\"num\">";
+      H.text((Bound + formatBytes(Bytes)).str()) << "</td>";
+    };
+    Part("", Weights[Dev]);
+    if (Grads.Any)
+      Part(Exact ? "" : "\u2264 ", Grad);
+    if (ShowOptState)
+      Part("", OptState[Dev]);
+    if (ShowPersistent)
+      Part("", Persistent[Dev]);
+    Part(Exact ? "" : "\u2265 ", Rest - Grad);
+    H << "</tr>\n";
   }
-  H << "</table>\n";
+  H << "</table>\n<p class=\"note\">Of the peak: <b>weights</b> are the "
+       "weights kept on the device (a weight lives with its first reader); ";
+  if (Grads.Any)
+    H << "<b>gradients</b> are the weights' gradients held at the first "
+         "moment the device reaches its peak, rebuilt from the simulated "
+         "timeline (each from the start of the op that makes it until its "
+         "update and the transfers that read it are done)"
+      << (AnyBound ? "; \u2264 marks an upper bound where the timeline "
+                     "gives no more (under a pipeline plan, every gradient "
+                     "the device ever holds, twice where micro-batches "
+                     "accumulate into it; for a peak that lasts no time, "
+                     "the most it holds at any moment), and \u2265 the "
+                     "lower bound that leaves on the rest"
+                   : "")
+      << "; ";
+  if (ShowOptState)
+    H << "<b>optimizer state</b> is what the update ops keep all step (the "
+         "optimizer's moments, master weights); ";
+  if (ShowPersistent)
+    H << "<b>other persistent</b> is what other ops keep all step; ";
+  H << "<b>activations and the rest</b> is the remainder of the peak: "
+       "activations"
+    << (Grads.Any ? " and their gradients" : "")
+    << ", copies received from other devices and workspaces.</p>\n";
 }
 
 /// The bytes of every link direction that carried data.
