@@ -44,6 +44,10 @@ packages=(
   python3-torch python3-torchvision python3-numpy python3-pytest
   # the benchmark harness's charts (bench/dpbench/charts.py)
   python3-matplotlib
+  # the HTML report's browser test (python/tests/test_html_report.py):
+  # headless chromium renders the page and runs its script; chromium-driver
+  # is its WebDriver, for checks that type into the page
+  chromium chromium-driver
 )
 
 missing=()
