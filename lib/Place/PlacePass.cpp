@@ -155,14 +155,23 @@ OptionTable PlacePass::describeOptions(PlaceOptions &O) {
       .check([&O](const OptionTable &T) -> Error {
         const PlacerInfo *Placer = lookupPlacer(O.Algo);
         SmallVector<StringRef, 4> Known = getParamNames(Placer->Params);
-        for (const auto &KV : O.Extra)
-          if (!is_contained(Known, KV.first))
-            return T.makeError(
-                "unknown option '" + KV.first + "' for algo=" + O.Algo +
-                (Placer->Params.empty()
-                     ? Twine(" (it takes none besides seconds= and evals=)")
-                     : " (expected algo=, seconds=, evals= or " +
-                           Placer->Params + ")"));
+        for (const auto &KV : O.Extra) {
+          if (is_contained(Known, KV.first))
+            continue;
+          if (Placer->Params.empty())
+            return T.makeError("unknown option '" + KV.first +
+                               "' for algo=" + O.Algo +
+                               " (it takes none besides seconds= and evals=)");
+          // "expected algo=, seconds=, evals=, a=X or b=Y".
+          SmallVector<StringRef, 4> Params;
+          StringRef(Placer->Params).split(Params, ',');
+          std::string Expected = "algo=, seconds=, evals=";
+          for (unsigned I = 0; I != Params.size(); ++I)
+            Expected +=
+                (I + 1 == Params.size() ? " or " : ", ") + Params[I].str();
+          return T.makeError("unknown option '" + KV.first + "' for algo=" +
+                             O.Algo + " (expected " + Expected + ")");
+        }
         return Error::success();
       });
   return T;

@@ -178,8 +178,56 @@ StringRef PlacerInfo::getDefault(StringRef Key) const {
   return "";
 }
 
+/// What might fit instead of a placement by \p Algo where \p Unit fits
+/// nowhere: a cluster with more memory when the unit or the step's weights
+/// and persistent state are larger than the cluster can hold, else placers
+/// and plans that hold less at once.
+static std::string suggestFit(const PlacementProblem &P, StringRef Algo,
+                              unsigned Unit) {
+  const Graph &G = P.getGraph();
+  uint64_t Largest = 0, Total = 0;
+  for (unsigned Dev = 0, D = P.getNumDevices(); Dev != D; ++Dev) {
+    Largest = std::max(Largest, P.getDeviceCapacity(Dev));
+    Total += P.getDeviceCapacity(Dev);
+  }
+  uint64_t Need = P.getUnitMemory(Unit);
+  ArrayRef<uint32_t> Ops = P.getUnitOps(Unit);
+  if (Need > Largest && Ops.size() == 1)
+    return "; it would fit only on a device of at least " + formatBytes(Need) +
+           " (a cluster with more memory per device)";
+  // Weights and persistent bytes (the optimizer's state among them) stay
+  // all step wherever they are placed.
+  uint64_t Fixed = 0;
+  bool Training = false;
+  for (TensorId T : G.getWeights())
+    Fixed += G.getTensor(T).Type.getSizeInBytes().getValueOr(0);
+  for (const Op &O : G.ops()) {
+    Fixed += uint64_t(
+        std::max<int64_t>(0, ann::get(O, ann::PersistentBytes).getValueOr(0)));
+    Training |= ann::get(O, ann::Phase).getValueOr("") == "backward";
+  }
+  if (Fixed > Total)
+    return "; the step's weights and persistent state alone take " +
+           formatBytes(Fixed) + ", more than the " + formatBytes(Total) +
+           " of all devices together: it needs a cluster with more memory";
+  std::string Tries;
+  if (Need > Largest)
+    Tries = "smaller groups (the unit has " + std::to_string(Ops.size()) +
+            " ops; a finer colocate{}), ";
+  if (Algo != "anneal")
+    Tries += "place{algo=anneal} (it searches with the simulator's memory), ";
+  if (Training)
+    Tries += "a pipeline that holds fewer activations at once "
+             "(pipeline{microbatches=M,recompute=true} before "
+             "place{algo=pipeline}, or plan{} to search replicas and "
+             "stages), ";
+  return "; to fit, try " + Tries +
+         "a smaller batch (import-onnx{batch=N}) or a cluster with more "
+         "memory";
+}
+
 /// "no device can hold U: it needs N, and at most F is free (on D, of its
-/// C)", then \p Tail.
+/// C)", then \p Tail, then what might fit.
 static Error makeNoFitMessage(const PlacementProblem &P, StringRef Algo,
                               unsigned Unit, uint64_t LargestFree,
                               unsigned RoomiestDevice, const Twine &Tail) {
@@ -189,7 +237,8 @@ static Error makeNoFitMessage(const PlacementProblem &P, StringRef Algo,
           ": it needs " + formatBytes(P.getUnitMemory(Unit)) +
           ", and at most " + formatBytes(LargestFree) + " is free (on " +
           P.getCluster().getDevices()[RoomiestDevice].Name + ", of its " +
-          formatBytes(P.getDeviceCapacity(RoomiestDevice)) + ")" + Tail);
+          formatBytes(P.getDeviceCapacity(RoomiestDevice)) + ")" + Tail +
+          suggestFit(P, Algo, Unit));
 }
 
 Error makeNoFitError(const PlacementProblem &P, StringRef Algo, unsigned Unit,
