@@ -26,6 +26,7 @@
 #include <climits>
 #include <functional>
 #include <queue>
+#include <tuple>
 
 using namespace llvm;
 
@@ -198,8 +199,7 @@ static std::string makeScheduleJSON(const PlacedModel &PM, const Cluster &C,
     J.attributeArray("segments", [&] {
       for (unsigned K = 0, E = Segs.Segments.size(); K != E; ++K)
         J.object([&] {
-          J.attribute("device",
-                      C.getDevices()[Segs.Segments[K].Device].Name);
+          J.attribute("device", C.getDevices()[Segs.Segments[K].Device].Name);
           // In the order the segment's nodes ran in the simulated step.
           J.attributeArray("nodes", [&] {
             for (unsigned I : Schedule.Nodes[K])
@@ -911,6 +911,37 @@ Expected<SplitModel> PlacedModel::split() const {
 // Checking and writing
 //===----------------------------------------------------------------------===//
 
+/// The first tensor of \p G's inputs, outputs and value_info whose type
+/// lacks what the checker requires of a tensor type (its element type, or
+/// its shape), with a node that makes or reads it, and what is missing.
+static Optional<std::tuple<std::string, std::string, StringRef>>
+findIncompleteType(const onnx::GraphProto &G) {
+  auto Missing = [](const onnx::ValueInfoProto &V) -> StringRef {
+    if (!V.type().has_tensor_type())
+      return "";
+    const onnx::TypeProto_Tensor &T = V.type().tensor_type();
+    if (!T.has_elem_type() || !T.elem_type())
+      return "element type";
+    if (!T.has_shape())
+      return "shape";
+    return "";
+  };
+  auto NodeOf = [&](const std::string &Tensor) -> std::string {
+    for (const onnx::NodeProto &N : G.node())
+      if (is_contained(N.output(), Tensor))
+        return N.name().empty() ? N.op_type() : N.name();
+    for (const onnx::NodeProto &N : G.node())
+      if (is_contained(N.input(), Tensor))
+        return N.name().empty() ? N.op_type() : N.name();
+    return "";
+  };
+  for (const auto *List : {&G.input(), &G.output(), &G.value_info()})
+    for (const onnx::ValueInfoProto &V : *List)
+      if (StringRef What = Missing(V); !What.empty())
+        return std::make_tuple(V.name(), NodeOf(V.name()), What);
+  return None;
+}
+
 Error checkONNXModel(const onnx::ModelProto &M, StringRef What) {
   onnx::ModelProto Copy = withoutWeightData(M);
   // libonnx checks IR 8 and opset 17: newer models are checked as
@@ -921,10 +952,20 @@ Error checkONNXModel(const onnx::ModelProto &M, StringRef What) {
   try {
     onnx::checker::check_model(Copy);
   } catch (const std::exception &E) {
-    StringRef Msg(E.what());
-    return makeError("emit: " + What +
-                     " fails the ONNX checker (a bug in dp): " +
-                     Msg.split('\n').first.trim());
+    std::string Msg = "emit: " + What.str() +
+                      " fails the ONNX checker (a bug in dp): " +
+                      StringRef(E.what()).split('\n').first.trim().str();
+    // The checker names no tensor for a graph input or output, and a node
+    // only in its context ("Bad node spec for node. Name: ...").
+    if (auto Found = findIncompleteType(Copy.graph())) {
+      auto &[Tensor, Node, Missing] = *Found;
+      return makeTensorError(
+          Node, Tensor, Msg + " (the tensor's type has no " + Missing + ")");
+    }
+    StringRef Context = StringRef(E.what()).split("==> Context: ").second;
+    if (!Context.empty())
+      Msg += " (" + Context.split('\n').first.trim().str() + ")";
+    return makeError(Msg);
   }
   return Error::success();
 }

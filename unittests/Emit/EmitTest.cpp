@@ -4,6 +4,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "DiagnosticsTestUtil.h"
+
 #include "dp/Emit/Emit.h"
 #include "dp/Emit/EmitPass.h"
 #include "dp/Emit/PlacedModel.h"
@@ -259,6 +261,53 @@ TEST(Split, SegmentsRunInOrder) {
   }
   EXPECT_EQ(Names, (std::vector<std::string>{"ta", "tb", "tc", "y1"}));
   EXPECT_EQ(To, (std::vector<std::vector<unsigned>>{{1, 2, 4}, {2}, {3}, {4}}));
+}
+
+// A graph output whose type has no shape fails the checker, which names
+// neither the tensor nor a node: the error names both.
+TEST(Split, CheckerErrorNamesTheTensorAndNode) {
+  onnx::ModelProto M;
+  M.set_ir_version(8);
+  M.add_opset_import()->set_version(17);
+  onnx::GraphProto &G = *M.mutable_graph();
+  G.set_name("g");
+  onnx::ValueInfoProto &X = *G.add_input();
+  X.set_name("x");
+  X.mutable_type()->mutable_tensor_type()->set_elem_type(
+      onnx::TensorProto::FLOAT);
+  X.mutable_type()
+      ->mutable_tensor_type()
+      ->mutable_shape()
+      ->add_dim()
+      ->set_dim_value(2);
+  onnx::NodeProto &N = *G.add_node();
+  N.set_name("relu0");
+  N.set_op_type("Relu");
+  N.add_input("x");
+  N.add_output("y");
+  onnx::ValueInfoProto &Y = *G.add_output();
+  Y.set_name("y");
+  Y.mutable_type()->mutable_tensor_type()->set_elem_type(
+      onnx::TensorProto::FLOAT);
+  std::vector<dp::test::Diag> Diags =
+      dp::test::collectErrors(checkONNXModel(M, "the submodel of segment 1"));
+  ASSERT_EQ(Diags.size(), 1u);
+  EXPECT_EQ(Diags[0].Loc.Node, "relu0");
+  EXPECT_EQ(Diags[0].Loc.Tensor, "y");
+  EXPECT_NE(Diags[0].Message.find("the submodel of segment 1 fails the ONNX "
+                                  "checker"),
+            std::string::npos)
+      << Diags[0].Message;
+  EXPECT_NE(Diags[0].Message.find("has no shape"), std::string::npos)
+      << Diags[0].Message;
+  // With the shape, the model passes.
+  Y.mutable_type()
+      ->mutable_tensor_type()
+      ->mutable_shape()
+      ->add_dim()
+      ->set_dim_value(2);
+  llvm::Error E = checkONNXModel(M, "segment");
+  EXPECT_FALSE(bool(E)) << llvm::toString(std::move(E));
 }
 
 TEST(Split, SortsUnsortedNodes) {
