@@ -315,6 +315,23 @@ static void writeHTMLSummary(HTMLWriter &H, const PlacedStep &S) {
   };
   if (!S.ModelFile.empty())
     Row("model", S.ModelFile);
+  if (Optional<int64_t> Batch = ann::get(G, ann::Batch)) {
+    int64_t Micro = ann::get(G, ann::MicroBatches).getValueOr(1);
+    int64_t Replicas = ann::get(G, ann::Replicas).getValueOr(1);
+    std::string Text = std::to_string(*Batch) + " (import-onnx{batch=})";
+    int64_t Each = *Batch / (Micro * Replicas);
+    if (Replicas > 1)
+      Text += formatv(", as {0} replicas", Replicas).str() +
+              (Micro > 1 ? " x " : " of ") +
+              (Micro > 1 ? "" : std::to_string(Each));
+    if (Micro > 1)
+      Text += formatv("{0}{1} micro-batches of {2}",
+                      Replicas > 1 ? "" : ", as ", Micro, Each)
+                  .str();
+    Row("batch", Text);
+  } else {
+    Row("batch", "as the model's inputs declare it");
+  }
   Row("step", describeStep(G));
   std::string Inputs;
   raw_string_ostream InputsOS(Inputs);

@@ -35,6 +35,8 @@ Error ImportONNXPass::run(Graph &G, PassContext &Ctx) {
     for (const std::string &Note : Notes)
       *Ctx.Report << name() << ": note: " << Note << '\n';
   G = std::move(*Imported);
+  if (Opts.Batch)
+    ann::set(G, ann::Batch, *Opts.Batch);
   if (Opts.MicroBatches > 1)
     ann::set(G, ann::MicroBatches, Opts.MicroBatches);
   if (Opts.Replicas > 1)

@@ -156,7 +156,7 @@ def test_page_says_what_it_shows(tmp_path, report):
     page = Page(dump_dom(tmp_path, report))
     assert page.summary["model"].endswith("inception_v3.onnx")
     assert page.summary["step"] == "training (optimizer adam)"
-    # The batch is the input's first axis.
+    assert page.summary["batch"] == "%d (import-onnx{batch=})" % BATCH
     assert page.summary["inputs"] == "input f32[%d,3,299,299]" % BATCH
     assert page.summary["placer"] == "metis"
     assert page.devices[:8] == DEVICES

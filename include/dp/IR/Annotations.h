@@ -65,6 +65,9 @@ inline constexpr Key<int64_t> WorkspaceBytes{"workspace_bytes"};
 inline constexpr Key<llvm::StringRef> Placer{"placer"};
 /// The number of groups colocate made.
 inline constexpr Key<int64_t> Groups{"groups"};
+/// The global batch import-onnx{batch=} set the model's batch dimensions
+/// to (absent when the model's own shapes fix it).
+inline constexpr Key<int64_t> Batch{"batch"};
 /// The micro-batches one step runs (import-onnx{microbatches=}): the graph
 /// is one micro-batch's step, imported at the global batch over this.
 inline constexpr Key<int64_t> MicroBatches{"microbatches"};
