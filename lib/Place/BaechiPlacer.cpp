@@ -183,7 +183,8 @@ namespace {
 /// unit takes its whole estimate, and its ops run right after; with ops
 /// run one by one (the list schedules) placing a unit takes its weights,
 /// inputs and persistent bytes, and each op takes its results and the
-/// copies it reads when it runs.
+/// copies it reads when it runs (which can find the unit's device full:
+/// scheduleList then schedules again with units taken whole).
 class MemoryModel {
 public:
   enum class Ops { AtPlacement, OneByOne };
@@ -263,16 +264,15 @@ public:
 
   /// Op \p O has run (been scheduled) on its unit's device: under the
   /// schedule estimate, run one by one, it takes its results and the
-  /// copies it reads there, which fails when they do not fit; then its
-  /// results that nothing reads and those it was the last reader of are
-  /// freed, as the simulator frees them.
-  Error ran(StringRef Algo, unsigned O) {
+  /// copies it reads there, and returns false when they do not fit; then
+  /// its results that nothing reads and those it was the last reader of
+  /// are freed, as the simulator frees them.
+  bool ran(unsigned O) {
     if (ReadersLeft.empty())
-      return Error::success();
+      return true;
     const Op &Node = P.getGraph().getOp(O);
     unsigned Dev = UnitDevice[P.getUnitOf(O)];
     if (OneByOne) {
-      uint64_t Before = Used[Dev];
       for (TensorId T : Node.Results)
         if (T != NoId)
           Used[Dev] += F.Bytes[T];
@@ -284,18 +284,8 @@ public:
         Used[Dev] += F.Bytes[T];
         ++Version;
       }
-      uint64_t Cap = P.getDeviceCapacity(Dev);
-      if (Used[Dev] > Cap)
-        return makeNodeError(
-            Node.Name,
-            "place{algo=" + Algo + "}: op '" + Node.Name + "' runs on " +
-                P.getCluster().getDevices()[Dev].Name + " with " +
-                P.describeUnit(P.getUnitOf(O)) + ", and needs " +
-                formatBytes(Used[Dev] - Before) + " there when it runs: " +
-                formatBytes(Cap - std::min(Cap, Before)) + " is free, of " +
-                formatBytes(Cap) +
-                " (memory=static reserves each unit's memory when it is "
-                "placed)");
+      if (Used[Dev] > P.getDeviceCapacity(Dev))
+        return false;
     }
     for (TensorId T : Node.Results)
       if (T != NoId && !Read[T])
@@ -306,7 +296,7 @@ public:
           UnitDevice[P.getUnitOf(F.HomeOp[T])] != NoDevice)
         release(T);
     }
-    return Error::success();
+    return true;
   }
 
   /// The error for unit \p U, which fits on none of \p Devices: the
@@ -445,7 +435,7 @@ Expected<std::vector<uint32_t>> placeTopo(const PlacementProblem &P,
   auto Place = [&](unsigned U, unsigned Dev) {
     M.place(U, Dev);
     for (uint32_t O : P.getUnitOps(U))
-      cantFail(M.ran("m-topo", O)); // Ops at placement cannot fail.
+      M.ran(O); // Ops run at placement always fit.
   };
   unsigned NU = P.getNumUnits(), D = P.getNumDevices();
 
@@ -529,8 +519,11 @@ class ListScheduler {
 public:
   ListScheduler(const PlacementProblem &P, StringRef Algo,
                 const DeviceTiers &Devices, ArrayRef<uint32_t> FavouriteChild,
-                MemoryEstimate Memory);
+                MemoryEstimate Memory, MemoryModel::Ops When);
   Expected<Schedule> run();
+  /// Whether run() failed at an op of a placed unit that did not fit on
+  /// the unit's device when it ran (ops run one by one).
+  bool deadEnded() const { return DeadEnd; }
 
 private:
   double getDataReady(unsigned Op, unsigned Dev, bool Commit);
@@ -559,6 +552,7 @@ private:
   std::vector<Candidate> Candidates;
   SmallVector<std::pair<uint32_t, double>, 8> Undo;
   Schedule S;
+  bool DeadEnd = false;
 };
 
 } // namespace
@@ -566,9 +560,9 @@ private:
 ListScheduler::ListScheduler(const PlacementProblem &P, StringRef Algo,
                              const DeviceTiers &Devices,
                              ArrayRef<uint32_t> FavouriteChild,
-                             MemoryEstimate Memory)
+                             MemoryEstimate Memory, MemoryModel::Ops When)
     : P(P), Algo(Algo), Devices(Devices), FavouriteChild(FavouriteChild), F(P),
-      M(P, F, Memory, MemoryModel::Ops::OneByOne), D(P.getNumDevices()) {
+      M(P, F, Memory, When), D(P.getNumDevices()) {
   const Cluster &C = P.getCluster();
   RouteBegin.push_back(0);
   for (unsigned Src = 0; Src != D; ++Src)
@@ -711,8 +705,13 @@ Error ListScheduler::commit(const Candidate &C) {
   S.Makespan = std::max(S.Makespan, End);
   DeviceFree[Dev] = End;
   OpDevice[Op] = Dev;
-  if (Error E = M.ran(Algo, Op))
-    return E;
+  if (!M.ran(Op)) {
+    // scheduleList schedules again another way (never reported).
+    DeadEnd = true;
+    return makeError("place{algo=" + Algo + "}: op '" +
+                     P.getGraph().getOp(Op).Name +
+                     "' does not fit on its unit's device when it runs");
+  }
   // The device now waits for the favourite child of its last op's unit,
   // unless the op only filled time while it waited for another child.
   if (!FavouriteChild.empty() && !Backfill) {
@@ -757,7 +756,29 @@ Expected<Schedule> scheduleList(const PlacementProblem &P, StringRef Algo,
                                 const DeviceTiers &Devices,
                                 ArrayRef<uint32_t> FavouriteChild,
                                 MemoryEstimate Memory) {
-  return ListScheduler(P, Algo, Devices, FavouriteChild, Memory).run();
+  using Ops = MemoryModel::Ops;
+  if (Memory == MemoryEstimate::Static)
+    return ListScheduler(P, Algo, Devices, FavouriteChild, Memory,
+                         Ops::AtPlacement)
+        .run();
+  // Ops one by one hold the least, but a unit placed early can find its
+  // device full when a later op of it runs. Then units take their whole
+  // estimate when placed, as m-TOPO's do, which cannot end so; and should
+  // that find no room where the static estimate did, the static one.
+  ListScheduler OneByOne(P, Algo, Devices, FavouriteChild, Memory,
+                         Ops::OneByOne);
+  Expected<Schedule> S = OneByOne.run();
+  if (S || !OneByOne.deadEnded())
+    return S;
+  consumeError(S.takeError());
+  S = ListScheduler(P, Algo, Devices, FavouriteChild, Memory, Ops::AtPlacement)
+          .run();
+  if (S)
+    return S;
+  consumeError(S.takeError());
+  return ListScheduler(P, Algo, Devices, FavouriteChild, MemoryEstimate::Static,
+                       Ops::AtPlacement)
+      .run();
 }
 
 //===----------------------------------------------------------------------===//
