@@ -547,7 +547,11 @@ Error SimulatePass::run(Graph &G, PassContext &Ctx) {
   if (!Opts.Placement.empty()) {
     if (Error E = applyPlacementFile(G, C, Opts.Placement))
       return E;
+    // The file's devices replace those an earlier place or plan pass
+    // chose: their step and their search describe another placement.
     Ctx.Analyses.erase<StepSimulation>();
+    Ctx.Analyses.erase<PlacementSearch>();
+    Ctx.Analyses.erase<PlanSearch>();
   }
   Expected<const StepSimulation *> Step = getStepSimulation(G, C, Ctx.Analyses);
   if (!Step)
