@@ -40,14 +40,9 @@ struct FormatInfo {
 } // namespace
 
 static const FormatInfo Formats[NumEmitFormats] = {
-    {"onnx", ".placed.onnx", "placed ONNX model"},
-    {"split", ".split.json", "split manifest"},
-    {"json", ".placement.json", "placement JSON"},
-    {"device-map", ".device_map.json", "PyTorch device_map"},
-    {"trace", ".trace.json", "Chrome trace"},
-    {"dot", ".dot", "Graphviz graph"},
-    {"report", ".report.txt", "report"},
-    {"html", ".report.html", "HTML report"},
+#define EMIT_FORMAT(KIND, NAME, SUFFIX, DESCRIPTION, WRITER)                   \
+  {NAME, SUFFIX, DESCRIPTION},
+#include "dp/Emit/EmitFormats.def"
 };
 
 StringRef getEmitFormatName(EmitFormatKind K) {
@@ -230,12 +225,14 @@ static Expected<std::string> renderSVG(StringRef Dot, StringRef DotText,
   if (std::error_code EC = sys::fs::createTemporaryFile("dp-emit", "dot", In))
     return makeFileError(DotPath, 0, 0,
                          "emit{render=svg}: cannot create a temporary "
-                         "file: " + EC.message());
+                         "file: " +
+                             EC.message());
   FileRemover RemoveIn(In);
   if (std::error_code EC = sys::fs::createTemporaryFile("dp-emit", "svg", Out))
     return makeFileError(DotPath, 0, 0,
                          "emit{render=svg}: cannot create a temporary "
-                         "file: " + EC.message());
+                         "file: " +
+                             EC.message());
   FileRemover RemoveOut(Out);
   {
     std::error_code EC;
@@ -249,7 +246,8 @@ static Expected<std::string> renderSVG(StringRef Dot, StringRef DotText,
     if (EC)
       return makeFileError(DotPath, 0, 0,
                            "emit{render=svg}: cannot write a temporary "
-                           "file: " + EC.message());
+                           "file: " +
+                               EC.message());
   }
   std::string ErrMsg;
   SmallVector<StringRef, 6> Args = {Dot, "-Tsvg", "-o", Out, In};
@@ -422,25 +420,12 @@ private:
 } // namespace
 
 Error EmitRun::writeFormat(EmitFormatKind K) {
-  switch (K) {
-  case EmitFormatKind::ONNX:
-    return writePlacedModel();
-  case EmitFormatKind::Split:
-    return writeSplit();
-  case EmitFormatKind::JSON:
-    return writeJSON();
-  case EmitFormatKind::DeviceMap:
-    return writeDeviceMapFile();
-  case EmitFormatKind::Trace:
-    return writeTrace();
-  case EmitFormatKind::Dot:
-    return writeDotFiles();
-  case EmitFormatKind::Report:
-    return writeReportFile();
-  case EmitFormatKind::HTML:
-    return writeHTML();
-  }
-  llvm_unreachable("an emit format without a writer");
+  using Writer = Error (EmitRun::*)();
+  static constexpr Writer Writers[NumEmitFormats] = {
+#define EMIT_FORMAT(KIND, NAME, SUFFIX, DESCRIPTION, WRITER) &EmitRun::WRITER,
+#include "dp/Emit/EmitFormats.def"
+  };
+  return (this->*Writers[static_cast<unsigned>(K)])();
 }
 
 Error EmitRun::prepare() {

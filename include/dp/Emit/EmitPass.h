@@ -44,17 +44,15 @@
 
 namespace dp {
 
+/// emit's output formats (EmitFormats.def).
 enum class EmitFormatKind : unsigned {
-  ONNX,
-  Split,
-  JSON,
-  DeviceMap,
-  Trace,
-  Dot,
-  Report,
-  HTML,
+#define EMIT_FORMAT(KIND, NAME, SUFFIX, DESCRIPTION, WRITER) KIND,
+#include "dp/Emit/EmitFormats.def"
 };
-constexpr unsigned NumEmitFormats = 8;
+constexpr unsigned NumEmitFormats = 0
+#define EMIT_FORMAT(KIND, NAME, SUFFIX, DESCRIPTION, WRITER) +1
+#include "dp/Emit/EmitFormats.def"
+    ;
 
 /// The name of \p K in format= ("device-map").
 llvm::StringRef getEmitFormatName(EmitFormatKind K);
