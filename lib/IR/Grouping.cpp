@@ -12,6 +12,8 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
 
+#include <algorithm>
+
 using namespace llvm;
 
 namespace dp {
@@ -130,6 +132,17 @@ std::vector<uint64_t> getOpMemory(const Graph &G) {
     if (Tn.Producer == NoId && !Tn.Uses.empty())
       Memory[Tn.Uses.front().User] += Tn.Type.getSizeInBytes().getValueOr(0);
   return Memory;
+}
+
+uint64_t getHeldBytes(const Graph &G) {
+  uint64_t Bytes = 0;
+  for (TensorId T = 0, E = G.getNumTensors(); T != E; ++T)
+    if (G.getTensor(T).Kind == TensorKind::Weight)
+      Bytes += G.getTensor(T).Type.getSizeInBytes().getValueOr(0);
+  for (OpId O = 0, E = G.getNumOps(); O != E; ++O)
+    Bytes += std::max<int64_t>(
+        0, ann::get(G.getOp(O), ann::PersistentBytes).getValueOr(0));
+  return Bytes;
 }
 
 } // namespace dp

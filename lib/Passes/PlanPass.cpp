@@ -23,6 +23,7 @@
 #include "dp/Passes/PlanPass.h"
 #include "dp/IR/Annotations.h"
 #include "dp/IR/Graph.h"
+#include "dp/IR/Grouping.h"
 #include "dp/Place/Placer.h"
 #include "dp/Sim/SimulatePass.h"
 #include "dp/Sim/StepSimulation.h"
@@ -118,19 +119,6 @@ static int64_t getGlobalBatch(const Graph &G,
       return Shape[Axis];
   }
   return 0;
-}
-
-/// Bytes the graph holds all step whatever the plan: weights and the
-/// ops' persistent bytes (optimizer state).
-static uint64_t getHeldBytes(const Graph &G) {
-  uint64_t Bytes = 0;
-  for (TensorId T = 0, E = G.getNumTensors(); T != E; ++T)
-    if (G.getTensor(T).Kind == TensorKind::Weight)
-      Bytes += G.getTensor(T).Type.getSizeInBytes().getValueOr(0);
-  for (OpId O = 0, E = G.getNumOps(); O != E; ++O)
-    Bytes += std::max<int64_t>(
-        0, ann::get(G.getOp(O), ann::PersistentBytes).getValueOr(0));
-  return Bytes;
 }
 
 /// An error's message without its location and "error: ", for a plan's

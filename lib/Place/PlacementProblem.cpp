@@ -7,6 +7,7 @@
 #include "Placers.h"
 #include "dp/Colocate/Colocate.h"
 #include "dp/IR/Annotations.h"
+#include "dp/IR/Grouping.h"
 #include "dp/Place/Placer.h"
 #include "dp/Support/Diagnostics.h"
 #include "dp/Support/Format.h"
@@ -195,17 +196,7 @@ static std::string suggestFit(const PlacementProblem &P, StringRef Algo,
   if (Need > Largest && Ops.size() == 1)
     return "; it would fit only on a device of at least " + formatBytes(Need) +
            " (a cluster with more memory per device)";
-  // Weights and persistent bytes (the optimizer's state among them) stay
-  // all step wherever they are placed.
-  uint64_t Fixed = 0;
-  bool Training = false;
-  for (TensorId T : G.getWeights())
-    Fixed += G.getTensor(T).Type.getSizeInBytes().getValueOr(0);
-  for (const Op &O : G.ops()) {
-    Fixed += uint64_t(
-        std::max<int64_t>(0, ann::get(O, ann::PersistentBytes).getValueOr(0)));
-    Training |= ann::get(O, ann::Phase).getValueOr("") == "backward";
-  }
+  uint64_t Fixed = getHeldBytes(G);
   if (Fixed > Total)
     return "; the step's weights and persistent state alone take " +
            formatBytes(Fixed) + ", more than the " + formatBytes(Total) +
@@ -216,7 +207,9 @@ static std::string suggestFit(const PlacementProblem &P, StringRef Algo,
             " ops; a finer colocate{}), ";
   if (Algo != "anneal")
     Tries += "place{algo=anneal} (it searches with the simulator's memory), ";
-  if (Training)
+  if (any_of(G.ops(), [](const Op &O) {
+        return ann::get(O, ann::Phase).getValueOr("") == "backward";
+      }))
     Tries += "a pipeline that holds fewer activations at once "
              "(pipeline{microbatches=M,recompute=true} before "
              "place{algo=pipeline}, or plan{} to search replicas and "

@@ -93,6 +93,10 @@ void forEachCrossGroupUse(const Graph &G, llvm::ArrayRef<uint32_t> GroupOf,
 /// the first reader of. A group's memory is the sum over its ops.
 std::vector<uint64_t> getOpMemory(const Graph &G);
 
+/// Bytes the graph holds all step wherever it is placed: its weights and
+/// the ops' `persistent_bytes` (the optimizer's state).
+uint64_t getHeldBytes(const Graph &G);
+
 } // namespace dp
 
 #endif // DP_IR_GROUPING_H
