@@ -162,15 +162,13 @@ OptionTable PlacePass::describeOptions(PlaceOptions &O) {
             return T.makeError("unknown option '" + KV.first +
                                "' for algo=" + O.Algo +
                                " (it takes none besides seconds= and evals=)");
-          // "expected algo=, seconds=, evals=, a=X or b=Y".
           SmallVector<StringRef, 4> Params;
           StringRef(Placer->Params).split(Params, ',');
-          std::string Expected = "algo=, seconds=, evals=";
-          for (unsigned I = 0; I != Params.size(); ++I)
-            Expected +=
-                (I + 1 == Params.size() ? " or " : ", ") + Params[I].str();
-          return T.makeError("unknown option '" + KV.first + "' for algo=" +
-                             O.Algo + " (expected " + Expected + ")");
+          std::vector<std::string> Expected{"algo=", "seconds=", "evals="};
+          Expected.insert(Expected.end(), Params.begin(), Params.end());
+          return T.makeError("unknown option '" + KV.first +
+                             "' for algo=" + O.Algo + " (expected " +
+                             formatList(Expected) + ")");
         }
         return Error::success();
       });

@@ -38,6 +38,16 @@ std::string formatBytes(uint64_t Bytes) {
   return OS.str();
 }
 
+std::string formatList(ArrayRef<std::string> Items, StringRef Last) {
+  std::string S;
+  for (size_t I = 0, N = Items.size(); I != N; ++I) {
+    if (I)
+      S += I + 1 == N ? Last.str() : ", ";
+    S += Items[I];
+  }
+  return S;
+}
+
 void writeDouble(raw_ostream &OS, double V) {
   if (std::isnan(V)) {
     OS << "nan";

@@ -211,13 +211,10 @@ std::string OptionTable::getDefaults() const {
 }
 
 std::string OptionTable::getExpected() const {
-  std::string S;
-  for (size_t I = 0, N = Entries.size(); I != N; ++I) {
-    if (I)
-      S += I + 1 == N ? " or " : ", ";
-    S += Entries[I].Key + "=" + Entries[I].Meta;
-  }
-  return S;
+  std::vector<std::string> Items;
+  for (const Entry &E : Entries)
+    Items.push_back(E.Key + "=" + E.Meta);
+  return formatList(Items);
 }
 
 void OptionTable::printChanged(raw_ostream &OS,

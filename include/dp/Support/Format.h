@@ -13,6 +13,7 @@
 #ifndef DP_SUPPORT_FORMAT_H
 #define DP_SUPPORT_FORMAT_H
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -25,6 +26,11 @@ namespace dp {
 /// Writes \p Bytes with a binary unit, e.g. "12.0 GiB", "512 B".
 void writeBytes(llvm::raw_ostream &OS, uint64_t Bytes);
 std::string formatBytes(uint64_t Bytes);
+
+/// \p Items as a list for a message, "a, b or c" (\p Last joins the last
+/// two).
+std::string formatList(llvm::ArrayRef<std::string> Items,
+                       llvm::StringRef Last = " or ");
 
 /// Writes the shortest decimal form of \p V that reads back as the same
 /// double; it always contains '.', 'e', "inf" or "nan", so it never reads
