@@ -225,14 +225,12 @@ static Expected<std::string> renderSVG(StringRef Dot, StringRef DotText,
   if (std::error_code EC = sys::fs::createTemporaryFile("dp-emit", "dot", In))
     return makeFileError(DotPath, 0, 0,
                          "emit{render=svg}: cannot create a temporary "
-                         "file: " +
-                             EC.message());
+                         "file: " + EC.message());
   FileRemover RemoveIn(In);
   if (std::error_code EC = sys::fs::createTemporaryFile("dp-emit", "svg", Out))
     return makeFileError(DotPath, 0, 0,
                          "emit{render=svg}: cannot create a temporary "
-                         "file: " +
-                             EC.message());
+                         "file: " + EC.message());
   FileRemover RemoveOut(Out);
   {
     std::error_code EC;
@@ -246,8 +244,7 @@ static Expected<std::string> renderSVG(StringRef Dot, StringRef DotText,
     if (EC)
       return makeFileError(DotPath, 0, 0,
                            "emit{render=svg}: cannot write a temporary "
-                           "file: " +
-                               EC.message());
+                           "file: " + EC.message());
   }
   std::string ErrMsg;
   SmallVector<StringRef, 6> Args = {Dot, "-Tsvg", "-o", Out, In};

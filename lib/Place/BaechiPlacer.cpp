@@ -206,7 +206,6 @@ public:
       for (uint32_t T : F.inputs(O))
         ++ReadersLeft[T];
     Read.resize(F.Bytes.size());
-    Released.assign(F.Bytes.size(), 0);
     for (size_t T = 0, E = Read.size(); T != E; ++T)
       Read[T] = ReadersLeft[T] != 0;
     if (!OneByOne)
@@ -353,12 +352,11 @@ private:
     return Need;
   }
 
-  /// Frees produced tensor \p T (its readers have all run) on its home
-  /// device and wherever a copy of it is.
+  /// Frees produced tensor \p T (its readers have all run, which happens
+  /// once) on its home device and wherever a copy of it is.
   void release(uint32_t T) {
-    if (!F.Produced[T] || Released[T])
+    if (!F.Produced[T])
       return;
-    Released[T] = 1;
     uint64_t Bytes = F.Bytes[T];
     unsigned Home = UnitDevice[P.getUnitOf(F.HomeOp[T])];
     assert(Used[Home] >= Bytes && "a result is counted where it is made");
@@ -388,10 +386,9 @@ private:
   mutable std::vector<unsigned> NeedVersion;
   unsigned Version = 0;
   /// Under the schedule estimate: per tensor, the ops that read it and
-  /// have not run, whether any op reads it, and the tensors freed.
+  /// have not run, and whether any op reads it.
   std::vector<uint32_t> ReadersLeft;
   std::vector<uint8_t> Read;
-  std::vector<uint8_t> Released;
   /// Run one by one: per unit, its estimate but its results.
   std::vector<uint64_t> Fixed;
 };
