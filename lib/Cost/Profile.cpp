@@ -708,6 +708,12 @@ StringRef getTimeKindName(ProfileTimeKind K) {
   return K == ProfileTimeKind::Kernel ? "GPU kernels" : "host events";
 }
 
+std::vector<std::string> splitProfilePaths(StringRef Value) {
+  SmallVector<StringRef, 4> Parts;
+  Value.split(Parts, ':', -1, /*KeepEmpty=*/false);
+  return std::vector<std::string>(Parts.begin(), Parts.end());
+}
+
 Expected<OpProfile> OpProfile::load(ArrayRef<std::string> Paths,
                                     ProfileStatKind Stat) {
   assert(!Paths.empty() && "a profile to load");

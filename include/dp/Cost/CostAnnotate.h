@@ -9,15 +9,17 @@
 /// pipeline's cluster, the time of one execution (`time.<type>`), and the
 /// op's `flops`, `output_bytes`, `persistent_bytes`, `workspace_bytes` and
 /// `cost_source` (docs/IR.md, "Annotations used by passes"). Times come from
-/// the roofline model (dp/Cost/OpCost.h), from oneDNN measurements on this
-/// CPU (dp/Cost/OneDNN.h), or from a profile the user made
-/// (dp/Cost/Profile.h). docs/cost.md documents the model and the options.
+/// the cost sources of dp/Cost/CostSources.def: the roofline model
+/// (dp/Cost/OpCost.h), oneDNN measurements on this CPU (dp/Cost/OneDNN.h),
+/// a profile the user made (dp/Cost/Profile.h). The pass combines them:
+/// docs/cost.md documents the model, the rules and the options.
 ///
 //===----------------------------------------------------------------------===//
 
 #ifndef DP_COST_COSTANNOTATE_H
 #define DP_COST_COSTANNOTATE_H
 
+#include "dp/Cost/CostSource.h"
 #include "dp/Cost/Profile.h"
 #include "dp/IR/PassManager.h"
 #include "dp/Support/Options.h"
@@ -31,15 +33,10 @@
 
 namespace dp {
 
-enum class CostSourceKind : uint8_t {
-  /// The analytical model on every device type.
-  Roofline,
-  /// oneDNN measurements for the device types of kind cpu; the roofline
-  /// elsewhere.
-  OneDNN,
-};
-
 struct CostOptions {
+  /// The source that times each op, beneath a profile: the roofline, or
+  /// one that times the ops it can and leaves the rest to the roofline
+  /// (a COST_SOURCE of dp/Cost/CostSources.def).
   CostSourceKind Source = CostSourceKind::Roofline;
   /// A profile (ONNX Runtime JSON or Chrome trace) whose times replace the
   /// estimates of the ops it names; empty: none.

@@ -94,6 +94,10 @@ enum class ProfileStatKind : uint8_t {
   Mean,
 };
 
+/// The files of a profile= value: several (one per process) are
+/// separated by ':'; empty parts are dropped.
+std::vector<std::string> splitProfilePaths(llvm::StringRef Value);
+
 /// Times by op name.
 class OpProfile {
 public:
