@@ -199,7 +199,8 @@ TEST_F(CostSourceCreateTest, ProfileTimesWhatItNamesAndNotesTheRest) {
 }
 
 /// A source of the shape a CUDA source would have: one measurement per op
-/// (cuBLAS, cuDNN), for the cluster's GPU types.
+/// (cuBLAS, cuDNN), for the cluster's GPU types. The registry has no CUDA
+/// record, so it borrows oneDNN's kind; only setTimes is under test.
 class GPUKernelSource : public CostSource {
 public:
   explicit GPUKernelSource(const Cluster &C)
