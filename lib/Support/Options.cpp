@@ -20,11 +20,11 @@ char OptionError::ID = 0;
 
 OptionTable &OptionTable::add(StringRef Key, StringRef Meta,
                               std::function<Error(StringRef)> Parse,
-                              PrintFn Print) {
+                              PrintFn Print, StringRef Expected) {
   assert(none_of(Entries, [&](const Entry &E) { return E.Key == Key; }) &&
          "an option declared twice");
   Entries.push_back({Key.str(), Meta.str(), std::move(Parse), std::move(Print),
-                     false, false});
+                     Expected.str(), false, false});
   return *this;
 }
 
@@ -99,7 +99,8 @@ OptionTable &OptionTable::number(StringRef Key, double &Value, StringRef Meta,
       // has no text.
       [&Value, Valid] {
         return Valid(Value) ? printNumber(Value) : std::vector<std::string>();
-      });
+      },
+      X);
 }
 
 OptionTable &OptionTable::number(StringRef Key, Optional<double> &Value,
@@ -117,7 +118,8 @@ OptionTable &OptionTable::number(StringRef Key, Optional<double> &Value,
       },
       [&Value] {
         return Value ? printNumber(*Value) : std::vector<std::string>();
-      });
+      },
+      X);
 }
 
 OptionTable &OptionTable::custom(StringRef Key, StringRef Meta,
@@ -207,6 +209,14 @@ std::string OptionTable::getDefaults() const {
   for (const Entry &E : Entries)
     for (const std::string &V : E.Print())
       S += (S.empty() ? "" : ",") + E.Key + "=" + V;
+  return S;
+}
+
+std::string OptionTable::getRanges() const {
+  std::string S;
+  for (const Entry &E : Entries)
+    if (!E.Expected.empty())
+      S += (S.empty() ? "" : "; ") + E.Key + ": " + E.Expected;
   return S;
 }
 

@@ -86,6 +86,10 @@ public:
   OptionTable &integer(llvm::StringRef Key, IntT &Value, IntT Min = 1,
                        IntT Max = std::numeric_limits<IntT>::max(),
                        llvm::StringRef Meta = "N");
+  /// key=auto|N with 1 <= N <= Max; \p Value 0 stands for auto.
+  template <typename IntT>
+  OptionTable &autoInteger(llvm::StringRef Key, IntT &Value,
+                           IntT Max = std::numeric_limits<IntT>::max());
   /// key=META, a number that \p Valid accepts; \p Expected says which
   /// ("a positive number of seconds").
   OptionTable &number(llvm::StringRef Key, double &Value, llvm::StringRef Meta,
@@ -132,6 +136,10 @@ public:
   /// "key=value,key=value": the value each option has when not given, for
   /// the options that have one (an option unset by default has none).
   std::string getDefaults() const;
+  /// "key: EXPECTED; key: EXPECTED" for the options whose meta does not
+  /// say what they take (integers and numbers: "lp-limit: a positive
+  /// integer; threshold: a number in [0, 1]"), for -print-passes.
+  std::string getRanges() const;
   /// "key=META, key=META or key=META": what an unknown option's error
   /// says was expected.
   std::string getExpected() const;
@@ -149,12 +157,14 @@ private:
     std::string Meta;
     std::function<llvm::Error(llvm::StringRef)> Parse;
     PrintFn Print;
+    /// What a value must be, for getRanges; empty where Meta says it.
+    std::string Expected;
     bool Repeatable = false;
     bool Always = false;
   };
   OptionTable &add(llvm::StringRef Key, llvm::StringRef Meta,
                    std::function<llvm::Error(llvm::StringRef)> Parse,
-                   PrintFn Print);
+                   PrintFn Print, llvm::StringRef Expected = "");
   /// "<key> must be <Expected>, not '<Value>'".
   static llvm::Error mustBe(llvm::StringRef Key, const llvm::Twine &Expected,
                             llvm::StringRef Value);
@@ -224,13 +234,13 @@ template <typename IntT>
 OptionTable &OptionTable::integer(llvm::StringRef Key, IntT &Value, IntT Min,
                                   IntT Max, llvm::StringRef Meta) {
   static_assert(std::is_integral<IntT>::value, "an integer option");
-  std::string K = Key.str();
+  std::string K = Key.str(), X = describeRange(int64_t(Min), uint64_t(Max));
   return add(
       Key, Meta,
-      [&Value, K, Min, Max](llvm::StringRef S) -> llvm::Error {
+      [&Value, K, X, Min, Max](llvm::StringRef S) -> llvm::Error {
         uint64_t N;
         if (!parseInteger(S, int64_t(Min), uint64_t(Max), N))
-          return mustBe(K, describeRange(int64_t(Min), uint64_t(Max)), S);
+          return mustBe(K, X, S);
         Value = IntT(N);
         return llvm::Error::success();
       },
@@ -238,7 +248,29 @@ OptionTable &OptionTable::integer(llvm::StringRef Key, IntT &Value, IntT Min,
       [&Value, Min] {
         return Value < Min ? std::vector<std::string>()
                            : std::vector<std::string>{std::to_string(Value)};
-      });
+      },
+      X);
+}
+
+template <typename IntT>
+OptionTable &OptionTable::autoInteger(llvm::StringRef Key, IntT &Value,
+                                      IntT Max) {
+  static_assert(std::is_integral<IntT>::value, "an integer option");
+  std::string K = Key.str(), X = "auto or " + describeRange(1, uint64_t(Max));
+  return add(
+      Key, "auto|N",
+      [&Value, K, X, Max](llvm::StringRef S) -> llvm::Error {
+        uint64_t N = 0;
+        if (S != "auto" && !parseInteger(S, 1, uint64_t(Max), N))
+          return mustBe(K, X, S);
+        Value = IntT(N);
+        return llvm::Error::success();
+      },
+      [&Value] {
+        return std::vector<std::string>{Value ? std::to_string(Value)
+                                              : std::string("auto")};
+      },
+      X);
 }
 
 template <typename E>
