@@ -66,8 +66,11 @@ void printPassNames(raw_ostream &OS) {
 
 void printPlacerNames(raw_ostream &OS) {
   OS << "Placers (place{algo=NAME,...}):\n";
-  for (const PlacerInfo &P : getPlacers())
+  for (const PlacerInfo &P : getPlacers()) {
     printEntry(OS, P.Name, P.Params, P.Description, P.Defaults);
+    if (!P.Ranges.empty())
+      OS << wrapText("ranges: " + P.Ranges, 6, HelpWidth) << '\n';
+  }
 }
 
 static bool isPassNameChar(char C) {

@@ -109,20 +109,19 @@ static double getCost(const PlacementProblem &P, const SimResult &R) {
   return R.StepTime * (1 + 10 * getRelativeOverflow(P, R));
 }
 
-/// The placers that seed the search: `seeds=A:B:...` (any placer but
-/// anneal, learned ones included), or every placer that does not search
-/// itself.
-static Expected<SmallVector<const PlacerInfo *, 8>>
-getSeedPlacers(const PlaceOptions &Opts) {
-  SmallVector<const PlacerInfo *, 8> Seeds;
-  StringRef List = Opts.get("seeds");
-  if (List.empty()) {
-    for (const PlacerInfo *Info : getBaselinePlacers())
-      Seeds.push_back(Info);
-    return Seeds;
-  }
+namespace {
+struct AnnealOptions {
+  /// The placers seeds= names; empty: every placer that does not search
+  /// itself.
+  std::vector<const PlacerInfo *> Seeds;
+};
+} // namespace
+
+/// Reads seeds=A:B:... (any placer but anneal, learned ones included).
+static Error parseSeeds(StringRef List, AnnealOptions &O) {
   SmallVector<StringRef, 8> Names;
   List.split(Names, ':', -1, /*KeepEmpty=*/false);
+  O.Seeds.clear();
   for (StringRef Name : Names) {
     const PlacerInfo *Info = lookupPlacer(Name);
     if (!Info || Info->Name == Algo) {
@@ -130,13 +129,44 @@ getSeedPlacers(const PlaceOptions &Opts) {
       for (const PlacerInfo &I : getPlacers())
         if (I.Name != Algo)
           Known += (Known.empty() ? "" : ", ") + I.Name.str();
-      return makeError("place{algo=anneal}: '" + Name +
+      return makeError("'" + Name +
                        "' cannot seed the search (seeds= takes placers "
                        "separated by ':' among " +
                        Known + ")");
     }
-    Seeds.push_back(Info);
+    O.Seeds.push_back(Info);
   }
+  return Error::success();
+}
+
+static void declareOptions(OptionTable &T, AnnealOptions &O) {
+  T.custom(
+      "seeds", "NAME:NAME...",
+      [&O](StringRef List) { return parseSeeds(List, O); },
+      [&O] {
+        std::string List;
+        for (const PlacerInfo *Info : O.Seeds)
+          List += (List.empty() ? "" : ":") + Info->Name.str();
+        return List.empty() ? std::vector<std::string>()
+                            : std::vector<std::string>{List};
+      });
+}
+
+PlacerOptionTable describeAnneal(StringRef Name) {
+  return bindPlacerOptions<AnnealOptions>(Name, declareOptions);
+}
+
+/// The placers that seed the search: those of seeds=, or every placer that
+/// does not search itself.
+static Expected<SmallVector<const PlacerInfo *, 8>>
+getSeedPlacers(const PlaceOptions &Opts) {
+  Expected<AnnealOptions> O = parsePlacerOptions(Opts, declareOptions);
+  if (!O)
+    return O.takeError();
+  SmallVector<const PlacerInfo *, 8> Seeds(O->Seeds.begin(), O->Seeds.end());
+  if (Seeds.empty())
+    for (const PlacerInfo *Info : getBaselinePlacers())
+      Seeds.push_back(Info);
   return Seeds;
 }
 

@@ -24,7 +24,9 @@
 #ifndef DP_LIB_PLACE_BAECHI_H
 #define DP_LIB_PLACE_BAECHI_H
 
+#include "Placers.h"
 #include "dp/Place/Placer.h"
+#include "dp/Support/EnumNames.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
@@ -56,12 +58,22 @@ enum class MemoryEstimate {
   Static,
 };
 
-/// The devices of the `devices=` option \p Which: "auto" (every device
-/// that is not a CPU, and the CPUs for what does not fit on them; every
-/// device when all are CPUs), "gpus" (every device that is not a CPU) or
-/// "all" (every device).
+/// memory=schedule|static.
+constexpr EnumEntry<MemoryEstimate> MemoryEstimateNames[] = {
+    {"schedule", MemoryEstimate::Schedule}, {"static", MemoryEstimate::Static}};
+
+/// devices=auto|gpus|all.
+constexpr EnumEntry<DeviceSetKind> BaechiDeviceSetNames[] = {
+    {"auto", DeviceSetKind::Auto},
+    {"gpus", DeviceSetKind::GPUs},
+    {"all", DeviceSetKind::All}};
+
+/// The devices of the `devices=` option \p Which: auto (every device that
+/// is not a CPU, and the CPUs for what does not fit on them; every device
+/// when all are CPUs), gpus (every device that is not a CPU) or all (every
+/// device).
 llvm::Expected<DeviceTiers>
-selectDevices(const Cluster &C, llvm::StringRef Algo, llvm::StringRef Which);
+selectDevices(const Cluster &C, llvm::StringRef Algo, DeviceSetKind Which);
 
 /// m-TOPO: units in topological order fill the First devices one after
 /// another. With \p Uniform, a device takes units until the next one

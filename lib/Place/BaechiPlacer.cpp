@@ -396,23 +396,19 @@ private:
 } // namespace
 
 Expected<DeviceTiers> selectDevices(const Cluster &C, StringRef Algo,
-                                    StringRef Which) {
+                                    DeviceSetKind Which) {
   DeviceTiers T;
-  bool All = Which == "all";
-  if (!All && Which != "auto" && Which != "gpus")
-    return makeError("place{algo=" + Algo +
-                     "}: devices must be 'auto', 'gpus' or 'all', not '" +
-                     Which + "'");
+  bool All = Which == DeviceSetKind::All;
   for (unsigned Dev = 0, E = C.getNumDevices(); Dev != E; ++Dev) {
     bool IsCPU = C.getDeviceType(Dev).Kind == DeviceKind::CPU;
     (All || !IsCPU ? T.First : T.Spill).push_back(Dev);
   }
   if (!T.First.empty()) {
-    if (Which == "gpus")
+    if (Which == DeviceSetKind::GPUs)
       T.Spill.clear();
     return T;
   }
-  if (Which == "gpus")
+  if (Which == DeviceSetKind::GPUs)
     return makeError("place{algo=" + Algo + "}: cluster '" + C.getName() +
                      "' has only CPUs (devices=auto or devices=all uses "
                      "them)");
@@ -1101,53 +1097,83 @@ FavouriteChildren computeUnitFavourites(const PlacementProblem &P,
 
 using namespace baechi;
 
-static Expected<bool> parseBool(StringRef Algo, StringRef Key,
-                                StringRef Value) {
-  if (Value == "true" || Value == "1")
-    return true;
-  if (Value == "false" || Value == "0")
-    return false;
-  return makeError("place{algo=" + Algo + "}: " + Key +
-                   " must be true or false, not '" + Value + "'");
+namespace {
+/// The options of m-TOPO, m-ETF and m-SCT (each declares its own).
+struct BaechiOptions {
+  DeviceSetKind Devices = DeviceSetKind::Auto;
+  MemoryEstimate Memory = MemoryEstimate::Schedule;
+  /// m-TOPO: Baechi's uniform variant (fair shares), else fill each
+  /// device to its capacity.
+  bool Uniform = true;
+  /// m-SCT: the most LP nodes (after chain contraction) in one LP.
+  unsigned LPLimit = 1000;
+  /// m-SCT: edges with x at most this become favourites.
+  double Threshold = 0.5;
+};
+} // namespace
+
+static bool isFraction(double X) { return X >= 0 && X <= 1; }
+
+static void declareDevices(OptionTable &T, BaechiOptions &O) {
+  T.choice<DeviceSetKind>("devices", O.Devices, BaechiDeviceSetNames);
 }
 
-static Expected<MemoryEstimate> parseMemory(StringRef Algo,
-                                            const PlaceOptions &Opts) {
-  StringRef Value = Opts.get("memory");
-  if (Value == "schedule")
-    return MemoryEstimate::Schedule;
-  if (Value == "static")
-    return MemoryEstimate::Static;
-  return makeError("place{algo=" + Algo +
-                   "}: memory must be 'schedule' or 'static', not '" + Value +
-                   "'");
+static void declareMemory(OptionTable &T, BaechiOptions &O) {
+  T.choice<MemoryEstimate>("memory", O.Memory, MemoryEstimateNames);
+}
+
+static void declareTopoOptions(OptionTable &T, BaechiOptions &O) {
+  declareDevices(T, O);
+  T.flag("uniform", O.Uniform);
+  declareMemory(T, O);
+}
+
+static void declareEtfOptions(OptionTable &T, BaechiOptions &O) {
+  declareDevices(T, O);
+  declareMemory(T, O);
+}
+
+static void declareSctOptions(OptionTable &T, BaechiOptions &O) {
+  declareDevices(T, O);
+  T.integer("lp-limit", O.LPLimit)
+      .number("threshold", O.Threshold, "X", "a number in [0, 1]", isFraction);
+  declareMemory(T, O);
+}
+
+PlacerOptionTable describeMTopo(StringRef Algo) {
+  return bindPlacerOptions<BaechiOptions>(Algo, declareTopoOptions);
+}
+
+PlacerOptionTable describeMEtf(StringRef Algo) {
+  return bindPlacerOptions<BaechiOptions>(Algo, declareEtfOptions);
+}
+
+PlacerOptionTable describeMSct(StringRef Algo) {
+  return bindPlacerOptions<BaechiOptions>(Algo, declareSctOptions);
 }
 
 Expected<std::vector<uint32_t>> placeMTopo(const PlacementProblem &P,
                                            const PlaceOptions &Opts) {
+  Expected<BaechiOptions> O = parsePlacerOptions(Opts, declareTopoOptions);
+  if (!O)
+    return O.takeError();
   Expected<DeviceTiers> Devices =
-      selectDevices(P.getCluster(), "m-topo", Opts.get("devices"));
+      selectDevices(P.getCluster(), "m-topo", O->Devices);
   if (!Devices)
     return Devices.takeError();
-  Expected<bool> Uniform = parseBool("m-topo", "uniform", Opts.get("uniform"));
-  if (!Uniform)
-    return Uniform.takeError();
-  Expected<MemoryEstimate> Memory = parseMemory("m-topo", Opts);
-  if (!Memory)
-    return Memory.takeError();
-  return placeTopo(P, *Devices, *Uniform, *Memory);
+  return placeTopo(P, *Devices, O->Uniform, O->Memory);
 }
 
 Expected<std::vector<uint32_t>> placeMEtf(const PlacementProblem &P,
                                           const PlaceOptions &Opts) {
+  Expected<BaechiOptions> O = parsePlacerOptions(Opts, declareEtfOptions);
+  if (!O)
+    return O.takeError();
   Expected<DeviceTiers> Devices =
-      selectDevices(P.getCluster(), "m-etf", Opts.get("devices"));
+      selectDevices(P.getCluster(), "m-etf", O->Devices);
   if (!Devices)
     return Devices.takeError();
-  Expected<MemoryEstimate> Memory = parseMemory("m-etf", Opts);
-  if (!Memory)
-    return Memory.takeError();
-  Expected<Schedule> S = scheduleList(P, "m-etf", *Devices, {}, *Memory);
+  Expected<Schedule> S = scheduleList(P, "m-etf", *Devices, {}, O->Memory);
   if (!S)
     return S.takeError();
   return std::move(S->UnitDevice);
@@ -1155,30 +1181,16 @@ Expected<std::vector<uint32_t>> placeMEtf(const PlacementProblem &P,
 
 Expected<std::vector<uint32_t>> placeMSct(const PlacementProblem &P,
                                           const PlaceOptions &Opts) {
+  Expected<BaechiOptions> O = parsePlacerOptions(Opts, declareSctOptions);
+  if (!O)
+    return O.takeError();
   Expected<DeviceTiers> Devices =
-      selectDevices(P.getCluster(), "m-sct", Opts.get("devices"));
+      selectDevices(P.getCluster(), "m-sct", O->Devices);
   if (!Devices)
     return Devices.takeError();
-  Expected<MemoryEstimate> Memory = parseMemory("m-sct", Opts);
-  if (!Memory)
-    return Memory.takeError();
-  // lp-limit: the most LP nodes (after chain contraction) m-SCT solves in
-  // one LP; it and threshold default as Placers.def says.
-  unsigned Limit = 0;
-  StringRef LimitText = Opts.get("lp-limit");
-  if (!to_integer(LimitText, Limit, 10) || !Limit)
-    return makeError("place{algo=m-sct}: lp-limit must be a positive "
-                     "integer, not '" +
-                     LimitText + "'");
-  double Threshold = 0;
-  StringRef ThresholdText = Opts.get("threshold");
-  if (!to_float(ThresholdText, Threshold) || !(Threshold >= 0) ||
-      !(Threshold <= 1))
-    return makeError("place{algo=m-sct}: threshold must be a number in "
-                     "[0, 1], not '" +
-                     ThresholdText + "'");
-  FavouriteChildren Fav = computeUnitFavourites(P, Threshold, Limit);
-  Expected<Schedule> S = scheduleList(P, "m-sct", *Devices, Fav.Child, *Memory);
+  FavouriteChildren Fav = computeUnitFavourites(P, O->Threshold, O->LPLimit);
+  Expected<Schedule> S =
+      scheduleList(P, "m-sct", *Devices, Fav.Child, O->Memory);
   if (!S)
     return S.takeError();
   return std::move(S->UnitDevice);

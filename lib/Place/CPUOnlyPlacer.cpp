@@ -19,8 +19,20 @@ using namespace llvm;
 
 namespace dp {
 
+namespace {
+struct CPUOnlyOptions {};
+} // namespace
+
+static void declareOptions(OptionTable &, CPUOnlyOptions &) {}
+
+PlacerOptionTable describeCPUOnly(StringRef Algo) {
+  return bindPlacerOptions<CPUOnlyOptions>(Algo, declareOptions);
+}
+
 Expected<std::vector<uint32_t>> placeCPUOnly(const PlacementProblem &P,
                                              const PlaceOptions &Opts) {
+  if (Expected<CPUOnlyOptions> O = parsePlacerOptions(Opts, declareOptions); !O)
+    return O.takeError();
   const Cluster &C = P.getCluster();
   unsigned N = P.getNumUnits();
   unsigned D = C.getNumDevices();

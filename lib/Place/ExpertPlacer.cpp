@@ -32,6 +32,10 @@ namespace dp {
 namespace {
 enum class ExpertModeKind { Auto, Layers, Pipeline, Branches };
 
+struct ExpertOptions {
+  ExpertModeKind Mode = ExpertModeKind::Auto;
+};
+
 /// The unit graph as a DAG: the edges that go forward in the problem's
 /// topological order (the others carry gradients back to forward units).
 struct UnitDAG {
@@ -455,22 +459,26 @@ static Error fitInMemory(const PlacementProblem &P, ArrayRef<unsigned> Devs,
 // The placer
 //===----------------------------------------------------------------------===//
 
+constexpr EnumEntry<ExpertModeKind> ExpertModeNames[] = {
+    {"auto", ExpertModeKind::Auto},
+    {"layers", ExpertModeKind::Layers},
+    {"pipeline", ExpertModeKind::Pipeline},
+    {"branches", ExpertModeKind::Branches}};
+
+static void declareOptions(OptionTable &T, ExpertOptions &O) {
+  T.choice<ExpertModeKind>("mode", O.Mode, ExpertModeNames);
+}
+
+PlacerOptionTable describeExpert(StringRef Name) {
+  return bindPlacerOptions<ExpertOptions>(Name, declareOptions);
+}
+
 Expected<std::vector<uint32_t>> placeExpert(const PlacementProblem &P,
                                             const PlaceOptions &Opts) {
-  StringRef ModeName = Opts.get("mode");
-  ExpertModeKind Mode;
-  if (ModeName == "auto")
-    Mode = ExpertModeKind::Auto;
-  else if (ModeName == "layers")
-    Mode = ExpertModeKind::Layers;
-  else if (ModeName == "pipeline")
-    Mode = ExpertModeKind::Pipeline;
-  else if (ModeName == "branches")
-    Mode = ExpertModeKind::Branches;
-  else
-    return makeError("place{algo=expert}: mode must be auto, layers, "
-                     "pipeline or branches, not '" +
-                     ModeName + "'");
+  Expected<ExpertOptions> O = parsePlacerOptions(Opts, declareOptions);
+  if (!O)
+    return O.takeError();
+  ExpertModeKind Mode = O->Mode;
 
   unsigned N = P.getNumUnits();
   std::vector<uint32_t> Placement(N, 0);

@@ -32,11 +32,10 @@ static bool isLossOp(const Op &Node) {
 /// The device of each op that the annotations (or the file) name; -1 where
 /// none is named.
 static Expected<std::vector<int>> readOpDevices(const PlacementProblem &P,
-                                                const PlaceOptions &Opts) {
+                                                StringRef File) {
   const Graph &G = P.getGraph();
   const Cluster &C = P.getCluster();
   std::vector<int> Devices(G.getNumOps(), -1);
-  StringRef File = Opts.get("file");
   if (!File.empty()) {
     Expected<std::vector<uint32_t>> FromFile = readPlacementFile(G, C, File);
     if (!FromFile)
@@ -67,11 +66,29 @@ static Expected<std::vector<int>> readOpDevices(const PlacementProblem &P,
   return std::move(Devices);
 }
 
+namespace {
+struct GivenOptions {
+  /// The placement file; empty: the ops' device annotations.
+  std::string File;
+};
+} // namespace
+
+static void declareOptions(OptionTable &T, GivenOptions &O) {
+  T.text("file", O.File, "PLACEMENT.json");
+}
+
+PlacerOptionTable describeGiven(StringRef Algo) {
+  return bindPlacerOptions<GivenOptions>(Algo, declareOptions);
+}
+
 Expected<std::vector<uint32_t>> placeGiven(const PlacementProblem &P,
                                            const PlaceOptions &Opts) {
+  Expected<GivenOptions> O = parsePlacerOptions(Opts, declareOptions);
+  if (!O)
+    return O.takeError();
   const Graph &G = P.getGraph();
   const Cluster &C = P.getCluster();
-  Expected<std::vector<int>> OpDevices = readOpDevices(P, Opts);
+  Expected<std::vector<int>> OpDevices = readOpDevices(P, O->File);
   if (!OpDevices)
     return OpDevices.takeError();
 

@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dp/Place/GraphPartition.h"
+#include "Placers.h"
 #include "dp/Support/Diagnostics.h"
 #include "dp/Support/Format.h"
 
@@ -64,21 +65,40 @@ void assignPartsToDevices(const PlacementProblem &P,
   }
 }
 
+namespace {
+/// The options of metis and scotch.
+struct PartitionPlacerOptions {
+  DeviceSetKind Devices = DeviceSetKind::GPUs;
+  /// The part count; 0: every count from 1 to the devices (auto).
+  unsigned Parts = 0;
+  /// How far the compute constraint may exceed its target, in percent.
+  double Imbalance = 3;
+};
+} // namespace
+
+static bool isPercentage(double X) { return X > 0 && X <= 100; }
+
+static void declareOptions(OptionTable &T, PartitionPlacerOptions &O) {
+  T.choice<DeviceSetKind>("devices", O.Devices, ComputeDeviceSetNames)
+      .autoInteger("parts", O.Parts)
+      .number("imbalance", O.Imbalance, "PERCENT", "a percentage in (0, 100]",
+              isPercentage);
+}
+
+PlacerOptionTable describePartitioning(StringRef Algo) {
+  return bindPlacerOptions<PartitionPlacerOptions>(Algo, declareOptions);
+}
+
 /// The devices of the `devices=gpus|all` option.
-static Expected<std::vector<unsigned>> selectDevices(const PlacementProblem &P,
-                                                     StringRef Algo,
-                                                     const PlaceOptions &Opts) {
+static Expected<std::vector<unsigned>>
+selectDevices(const PlacementProblem &P, StringRef Algo, DeviceSetKind Which) {
   const Cluster &C = P.getCluster();
-  StringRef Which = Opts.get("devices");
   std::vector<unsigned> Devices;
-  if (Which == "all") {
+  if (Which == DeviceSetKind::All) {
     for (unsigned D = 0, E = C.getNumDevices(); D != E; ++D)
       Devices.push_back(D);
     return Devices;
   }
-  if (Which != "gpus")
-    return makeError("place{algo=" + Algo +
-                     "}: devices must be 'gpus' or 'all', not '" + Which + "'");
   for (unsigned D = 0, E = C.getNumDevices(); D != E; ++D)
     if (C.getDeviceType(D).Kind == DeviceKind::GPU)
       Devices.push_back(D);
@@ -89,38 +109,21 @@ static Expected<std::vector<unsigned>> selectDevices(const PlacementProblem &P,
   return Devices;
 }
 
-/// The `imbalance=PERCENT` option as a fraction.
-static Expected<double> getImbalance(StringRef Algo, const PlaceOptions &Opts) {
-  StringRef Text = Opts.get("imbalance"); // 3 by default (Placers.def)
-  double Percent;
-  if (!parseDouble(Text, Percent) || !(Percent > 0) || Percent > 100)
-    return makeError("place{algo=" + Algo +
-                     "}: imbalance must be a percentage in (0, 100], not '" +
-                     Text + "'");
-  return Percent / 100;
-}
-
 /// The part counts of the `parts=auto|N` option: 1 to \p Max, or N.
 static Expected<std::vector<unsigned>>
-getPartCounts(StringRef Algo, const PlaceOptions &Opts, unsigned Max) {
-  StringRef Text = Opts.get("parts");
+getPartCounts(StringRef Algo, const PartitionPlacerOptions &O, unsigned Max) {
   std::vector<unsigned> Counts;
-  if (Text == "auto") {
+  if (!O.Parts) {
     for (unsigned K = 1; K <= Max; ++K)
       Counts.push_back(K);
     return Counts;
   }
-  unsigned K;
-  if (Text.getAsInteger(10, K) || K == 0)
-    return makeError("place{algo=" + Algo +
-                     "}: parts must be 'auto' or a positive integer, not '" +
-                     Text + "'");
-  if (K > Max)
-    return makeError("place{algo=" + Algo + "}: parts=" + Text +
-                     " exceeds the " + Twine(Max) +
-                     " devices it may use (devices=" + Opts.get("devices") +
-                     ")");
-  Counts.push_back(K);
+  if (O.Parts > Max)
+    return makeError(
+        "place{algo=" + Algo + "}: parts=" + Twine(O.Parts) + " exceeds the " +
+        Twine(Max) + " devices it may use (devices=" +
+        getEnumName<DeviceSetKind>(ComputeDeviceSetNames, O.Devices) + ")");
+  Counts.push_back(O.Parts);
   return Counts;
 }
 
@@ -158,14 +161,14 @@ Expected<std::vector<uint32_t>> placeByPartitioning(const PlacementProblem &P,
                                                     StringRef Algo,
                                                     const PlaceOptions &Opts,
                                                     PartitionFn Partition) {
-  Expected<std::vector<unsigned>> Devices = selectDevices(P, Algo, Opts);
+  Expected<PartitionPlacerOptions> O = parsePlacerOptions(Opts, declareOptions);
+  if (!O)
+    return O.takeError();
+  Expected<std::vector<unsigned>> Devices = selectDevices(P, Algo, O->Devices);
   if (!Devices)
     return Devices.takeError();
-  Expected<double> Imbalance = getImbalance(Algo, Opts);
-  if (!Imbalance)
-    return Imbalance.takeError();
   Expected<std::vector<unsigned>> Counts =
-      getPartCounts(Algo, Opts, Devices->size());
+      getPartCounts(Algo, *O, Devices->size());
   if (!Counts)
     return Counts.takeError();
   std::vector<double> Speed = getDeviceSpeeds(P, *Devices);
@@ -178,7 +181,7 @@ Expected<std::vector<uint32_t>> placeByPartitioning(const PlacementProblem &P,
     std::vector<unsigned> Taken = takeDevices(P, *Devices, Speed, K);
     PartitionRequest Request;
     Request.Devices = Taken;
-    Request.Options.Imbalance = *Imbalance;
+    Request.Options.Imbalance = O->Imbalance / 100;
     Request.Options.Seed = Opts.Seed;
     Expected<std::vector<uint32_t>> Placement =
         K == 1 ? std::vector<uint32_t>(P.getNumUnits(), Taken[0])

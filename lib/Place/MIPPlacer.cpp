@@ -66,7 +66,7 @@ namespace dp {
 
 static constexpr StringRef Algo = "mip";
 /// The first level's groups (docs/placers/mip.md); the most groups a level
-/// has is groups= (256 by default, Placers.def).
+/// has is groups= (256 by default, MIPOptions).
 static constexpr unsigned FirstGroups = 16;
 static constexpr double DefaultSeconds = 60;
 /// Larger programs are refused: CBC overruns seconds= on large ones (one
@@ -89,6 +89,23 @@ static constexpr EnumEntry<ScheduleKind> ScheduleNames[] = {
     {"segments", ScheduleKind::Segments},
     {"groups", ScheduleKind::Groups},
 };
+
+namespace {
+struct MIPOptions {
+  /// The most groups a level has.
+  unsigned Groups = 256;
+  ScheduleKind Schedule = ScheduleKind::Auto;
+};
+} // namespace
+
+static void declareOptions(OptionTable &T, MIPOptions &O) {
+  T.integer("groups", O.Groups)
+      .choice<ScheduleKind>("schedule", O.Schedule, ScheduleNames);
+}
+
+PlacerOptionTable describeMIP(StringRef Name) {
+  return bindPlacerOptions<MIPOptions>(Name, declareOptions);
+}
 
 #ifdef DP_HAVE_CBC
 namespace {
@@ -613,18 +630,12 @@ Expected<PlacementProblem> groupProblem(const PlacementProblem &P,
 
 Expected<std::vector<uint32_t>> placeMIP(const PlacementProblem &P,
                                          const PlaceOptions &Opts) {
-  std::string Who = "place{algo=mip}";
-  // The defaults are Placers.def's; the table checks what the user gave.
-  unsigned MaxGroups = 0;
-  to_integer(Opts.get("groups"), MaxGroups, 10);
-  ScheduleKind Schedule =
-      parseEnumName<ScheduleKind>(ScheduleNames, Opts.get("schedule"))
-          .getValueOr(ScheduleKind::Auto);
-  OptionTable Table(Who);
-  Table.integer("groups", MaxGroups, 1u);
-  Table.choice<ScheduleKind>("schedule", Schedule, ScheduleNames);
-  if (Error E = OptionError::toLocated(Table.parse(Opts.Extra)))
-    return std::move(E);
+  std::string Who = getPlacerWho(Algo);
+  Expected<MIPOptions> O = parsePlacerOptions(Opts, declareOptions);
+  if (!O)
+    return O.takeError();
+  unsigned MaxGroups = O->Groups;
+  ScheduleKind Schedule = O->Schedule;
 #ifndef DP_HAVE_CBC
   return makeError(Who + ": unavailable: dp was built without CBC "
                          "(coinor-libcbc-dev); install it and reconfigure");

@@ -55,6 +55,13 @@ constexpr EnumEntry<BalanceKind> BalanceNames[] = {
     {"parameters", BalanceKind::Parameters},
 };
 
+struct PipelineOptions {
+  BalanceKind Balance = BalanceKind::Time;
+  /// The stage count; 0: every count up to the devices (auto).
+  unsigned Stages = 0;
+  DeviceSetKind Devices = DeviceSetKind::GPUs;
+};
+
 /// The stage cuts of one problem.
 class StageCutter {
 public:
@@ -395,24 +402,25 @@ static void refineCuts(const PlacementProblem &P, const StageCutter &Cutter,
   }
 }
 
+static void declareOptions(OptionTable &T, PipelineOptions &O) {
+  T.choice<BalanceKind>("balance", O.Balance, BalanceNames)
+      .autoInteger("stages", O.Stages)
+      .choice<DeviceSetKind>("devices", O.Devices, ComputeDeviceSetNames);
+}
+
+PlacerOptionTable describePipelineStages(StringRef Algo) {
+  return bindPlacerOptions<PipelineOptions>(Algo, declareOptions);
+}
+
 Expected<std::vector<uint32_t>> placePipelineStages(const PlacementProblem &P,
                                                     const PlaceOptions &Opts) {
+  Expected<PipelineOptions> O = parsePlacerOptions(Opts, declareOptions);
+  if (!O)
+    return O.takeError();
   const Cluster &C = P.getCluster();
-  StringRef BalanceName = Opts.get("balance");
-  Optional<BalanceKind> Parsed =
-      parseEnumName<BalanceKind>(BalanceNames, BalanceName);
-  if (!Parsed)
-    return makeError("place{algo=pipeline}: balance must be time, layers or "
-                     "parameters, not '" +
-                     BalanceName + "'");
-  BalanceKind Balance = *Parsed;
-  StringRef DevicesName = Opts.get("devices");
-  if (DevicesName != "gpus" && DevicesName != "all")
-    return makeError("place{algo=pipeline}: devices must be gpus or all, "
-                     "not '" +
-                     DevicesName + "'");
+  BalanceKind Balance = O->Balance;
   SmallVector<unsigned, 8> Devs = getComputeDevices(C);
-  if (DevicesName == "all") {
+  if (O->Devices == DeviceSetKind::All) {
     Devs.clear();
     for (unsigned D = 0, E = C.getNumDevices(); D != E; ++D)
       Devs.push_back(D);
@@ -430,13 +438,7 @@ Expected<std::vector<uint32_t>> placePipelineStages(const PlacementProblem &P,
     Devs.assign(Group.begin(), Group.end());
   }
   unsigned MaxStages = Devs.size();
-  StringRef StagesText = Opts.get("stages");
-  if (StagesText != "auto") {
-    unsigned N;
-    if (!to_integer(StagesText, N, 10) || N == 0)
-      return makeError("place{algo=pipeline}: stages must be auto or a "
-                       "positive integer, not '" +
-                       StagesText + "'");
+  if (unsigned N = O->Stages) {
     if (N > Devs.size())
       return makeError("place{algo=pipeline}: stages=" + Twine(N) +
                        " is more than the " + Twine(Devs.size()) +
@@ -464,7 +466,7 @@ Expected<std::vector<uint32_t>> placePipelineStages(const PlacementProblem &P,
   // The stage counts tried: with balance=time every count up to 16, then
   // powers of two, and the most; the baselines use every device.
   SmallVector<unsigned, 16> Counts;
-  if (Balance != BalanceKind::Time || StagesText != "auto") {
+  if (Balance != BalanceKind::Time || O->Stages) {
     Counts.push_back(MaxStages);
   } else {
     for (unsigned K = 1; K <= MaxStages; K = K < 16 ? K + 1 : 2 * K)

@@ -22,12 +22,34 @@ using namespace llvm;
 
 namespace dp {
 
+std::string getPlacerWho(StringRef Algo) {
+  return ("place{algo=" + Algo + "}").str();
+}
+
+/// A placer whose options \p Describe declares.
+static PlacerInfo makePlacerInfo(StringRef Name, PlacerFn Run,
+                                 DescribePlacerFn Describe,
+                                 StringRef Description, bool Searches) {
+  PlacerOptionTable T = Describe(Name);
+  return {Name,
+          Run,
+          Description,
+          Searches,
+          Describe,
+          T.Table.getUsage(),
+          T.Table.getDefaults(),
+          T.Table.getRanges()};
+}
+
 ArrayRef<PlacerInfo> getPlacers() {
   static const PlacerInfo Placers[] = {
-#define PLACER(NAME, FUNCTION, PARAMS, DEFAULTS, DESCRIPTION)                  \
-  {NAME, FUNCTION, PARAMS, DESCRIPTION, false, DEFAULTS},
-#define SEARCH_PLACER(NAME, FUNCTION, PARAMS, DEFAULTS, DESCRIPTION)           \
-  {NAME, FUNCTION, PARAMS, DESCRIPTION, true, DEFAULTS},
+#define PLACER(NAME, FUNCTION, OPTIONS, DESCRIPTION)                           \
+  makePlacerInfo(NAME, FUNCTION, OPTIONS, DESCRIPTION, false),
+#define SEARCH_PLACER(NAME, FUNCTION, OPTIONS, DESCRIPTION)                    \
+  makePlacerInfo(NAME, FUNCTION, OPTIONS, DESCRIPTION, true),
+// The learned placers' defaults are their own (docs/placers/*.md).
+#define LEARNED_PLACER(NAME, ID, PARAMS, DESCRIPTION)                          \
+  PlacerInfo{NAME, place##ID, DESCRIPTION, true, nullptr, PARAMS, "", ""},
 #include "Placers.def"
   };
   return Placers;
@@ -47,6 +69,31 @@ static SmallVector<StringRef, 4> getParamNames(StringRef Params) {
   for (StringRef Item : Items)
     Names.push_back(Item.split('=').first.trim());
   return Names;
+}
+
+/// Checks the placer options \p Extra for \p Placer: each is one it takes
+/// (else \p T's error, which lists them), and their values are what its
+/// table declares (a learned placer's plugin checks its own).
+static Error checkPlacerOptions(const OptionTable &T, const PlacerInfo &Placer,
+                                OptionList Extra) {
+  SmallVector<StringRef, 4> Known = getParamNames(Placer.Params);
+  for (const auto &KV : Extra) {
+    if (is_contained(Known, KV.first))
+      continue;
+    std::string Unknown =
+        "unknown option '" + KV.first + "' for algo=" + Placer.Name.str();
+    if (Placer.Params.empty())
+      return T.makeError(Unknown +
+                         " (it takes none besides seconds= and evals=)");
+    SmallVector<StringRef, 4> Params;
+    StringRef(Placer.Params).split(Params, ',');
+    std::vector<std::string> Expected{"algo=", "seconds=", "evals="};
+    Expected.insert(Expected.end(), Params.begin(), Params.end());
+    return T.makeError(Unknown + " (expected " + formatList(Expected) + ")");
+  }
+  if (!Placer.DescribeOptions)
+    return Error::success();
+  return Placer.DescribeOptions(Placer.Name).Table.parse(Extra);
 }
 
 Error PlacePass::run(Graph &G, PassContext &Ctx) {
@@ -152,25 +199,8 @@ OptionTable PlacePass::describeOptions(PlaceOptions &O) {
                    O.Extra.emplace_back(Key.str(), Value.str());
                    return Error::success();
                  })
-      .check([&O](const OptionTable &T) -> Error {
-        const PlacerInfo *Placer = lookupPlacer(O.Algo);
-        SmallVector<StringRef, 4> Known = getParamNames(Placer->Params);
-        for (const auto &KV : O.Extra) {
-          if (is_contained(Known, KV.first))
-            continue;
-          if (Placer->Params.empty())
-            return T.makeError("unknown option '" + KV.first +
-                               "' for algo=" + O.Algo +
-                               " (it takes none besides seconds= and evals=)");
-          SmallVector<StringRef, 4> Params;
-          StringRef(Placer->Params).split(Params, ',');
-          std::vector<std::string> Expected{"algo=", "seconds=", "evals="};
-          Expected.insert(Expected.end(), Params.begin(), Params.end());
-          return T.makeError("unknown option '" + KV.first +
-                             "' for algo=" + O.Algo + " (expected " +
-                             formatList(Expected) + ")");
-        }
-        return Error::success();
+      .check([&O](const OptionTable &T) {
+        return checkPlacerOptions(T, *lookupPlacer(O.Algo), O.Extra);
       });
   return T;
 }

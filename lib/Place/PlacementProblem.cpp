@@ -160,25 +160,6 @@ PlacementProblem::simulate(ArrayRef<uint32_t> UnitPlacement) const {
   return *Result;
 }
 
-StringRef PlaceOptions::get(StringRef Key) const {
-  for (const auto &[K, V] : Extra)
-    if (K == Key)
-      return V;
-  const PlacerInfo *Info = lookupPlacer(Algo);
-  return Info ? Info->getDefault(Key) : StringRef();
-}
-
-StringRef PlacerInfo::getDefault(StringRef Key) const {
-  SmallVector<StringRef, 4> Items;
-  Defaults.split(Items, ',', -1, /*KeepEmpty=*/false);
-  for (StringRef Item : Items) {
-    auto [K, V] = Item.split('=');
-    if (K == Key)
-      return V;
-  }
-  return "";
-}
-
 /// What might fit instead of a placement by \p Algo where \p Unit fits
 /// nowhere: a cluster with more memory when the unit or the step's weights
 /// and persistent state are larger than the cluster can hold, else placers

@@ -8,15 +8,63 @@
 #define DP_LIB_PLACE_PLACERS_H
 
 #include "dp/Place/Placer.h"
+#include "dp/Support/EnumNames.h"
+#include "dp/Support/Options.h"
 
 #include "llvm/ADT/SmallVector.h"
 
+#include <memory>
+
 namespace dp {
 
-#define PLACER(NAME, FUNCTION, PARAMS, DEFAULTS, DESCRIPTION)                  \
+#define PLACER(NAME, FUNCTION, OPTIONS, DESCRIPTION)                           \
   llvm::Expected<std::vector<uint32_t>> FUNCTION(const PlacementProblem &P,    \
-                                                 const PlaceOptions &Opts);
+                                                 const PlaceOptions &Opts);    \
+  PlacerOptionTable OPTIONS(llvm::StringRef Algo);
+#define LEARNED_PLACER(NAME, ID, PARAMS, DESCRIPTION)                          \
+  llvm::Expected<std::vector<uint32_t>> place##ID(const PlacementProblem &P,   \
+                                                  const PlaceOptions &Opts);
 #include "Placers.def"
+
+/// Declares a placer's options on \p T, bound to the fields of \p O.
+template <typename OptionsT>
+using DeclarePlacerOptions = void (*)(OptionTable &T, OptionsT &O);
+
+/// "place{algo=<Algo>}": how a placer's option errors start.
+std::string getPlacerWho(llvm::StringRef Algo);
+
+/// The table of the options \p Declare declares, bound to options it owns
+/// (a placer's DescribePlacerFn returns it).
+template <typename OptionsT>
+PlacerOptionTable bindPlacerOptions(llvm::StringRef Algo,
+                                    DeclarePlacerOptions<OptionsT> Declare) {
+  auto O = std::make_shared<OptionsT>();
+  PlacerOptionTable T{O, OptionTable(getPlacerWho(Algo))};
+  Declare(T.Table, *O);
+  return T;
+}
+
+/// The placer's own options of \p Opts (Opts.Extra, for Opts.Algo), read
+/// by the table \p Declare declares: the defaults where not given.
+template <typename OptionsT>
+llvm::Expected<OptionsT>
+parsePlacerOptions(const PlaceOptions &Opts,
+                   DeclarePlacerOptions<OptionsT> Declare) {
+  OptionsT O;
+  OptionTable T(getPlacerWho(Opts.Algo));
+  Declare(T, O);
+  if (llvm::Error E = T.parse(Opts.Extra))
+    return OptionError::toLocated(std::move(E));
+  return std::move(O);
+}
+
+/// The `devices=` option of the placers that take it: the GPUs (or, for
+/// Baechi's placers, every device that is not a CPU), every device, or
+/// (Baechi's) the GPUs with the CPUs for what fits on none of them.
+enum class DeviceSetKind { Auto, GPUs, All };
+/// devices=gpus|all (pipeline, metis, scotch).
+constexpr EnumEntry<DeviceSetKind> ComputeDeviceSetNames[] = {
+    {"gpus", DeviceSetKind::GPUs}, {"all", DeviceSetKind::All}};
 
 /// \p P with its units merged into at most \p Groups groups by colocate's
 /// merge rule (the cheapest group joins the neighbour it exchanges most

@@ -12,13 +12,31 @@ using namespace llvm;
 
 namespace dp {
 
+namespace {
+struct SingleOptions {
+  /// The device to place on; empty: the fastest that fits.
+  std::string Device;
+};
+} // namespace
+
+static void declareOptions(OptionTable &T, SingleOptions &O) {
+  T.text("device", O.Device, "NAME");
+}
+
+PlacerOptionTable describeSingle(StringRef Algo) {
+  return bindPlacerOptions<SingleOptions>(Algo, declareOptions);
+}
+
 /// Every unit on one device: the `device=` option if given, else the
 /// fastest device on which the simulated step fits in memory.
 Expected<std::vector<uint32_t>> placeSingle(const PlacementProblem &P,
                                             const PlaceOptions &Opts) {
+  Expected<SingleOptions> O = parsePlacerOptions(Opts, declareOptions);
+  if (!O)
+    return O.takeError();
   const Cluster &C = P.getCluster();
   unsigned N = P.getNumUnits();
-  StringRef Forced = Opts.get("device");
+  StringRef Forced = O->Device;
   if (!Forced.empty()) {
     int Dev = C.lookupDevice(Forced);
     if (Dev < 0)

@@ -31,8 +31,10 @@ Cluster makeCluster(unsigned NumGPUs, uint64_t Memory = 1 << 20,
   return makeStarCluster(NumGPUs, Memory, Bandwidth, WithCPU, 1 << 30);
 }
 
+/// The devices of devices=\p Which.
 DeviceTiers tiers(const Cluster &C, StringRef Which = "auto") {
-  return cantFail(selectDevices(C, "test", Which));
+  return cantFail(selectDevices(
+      C, "test", *parseEnumName<DeviceSetKind>(BaechiDeviceSetNames, Which)));
 }
 
 Schedule schedule(const PlacementProblem &P, StringRef Which = "auto",
@@ -583,7 +585,7 @@ TEST(BaechiETFTest, LaterOpOfAPlacedUnitThatDoesNotFit) {
   }
 }
 
-// memory= takes 'schedule' or 'static'.
+// memory= takes schedule or static.
 TEST(BaechiTest, MemoryOption) {
   GraphBuilder B;
   B.G.addOutput(B.result(B.op("a", 1, {B.input("x")})));
@@ -595,7 +597,7 @@ TEST(BaechiTest, MemoryOption) {
     ASSERT_FALSE(bool(R));
     EXPECT_EQ(collectErrors(R.takeError())[0].Message,
               "place{algo=" + Algo.str() +
-                  "}: memory must be 'schedule' or 'static', not 'peak'");
+                  "}: memory must be schedule or static, not 'peak'");
   }
 }
 

@@ -25,6 +25,7 @@
 #include "dp/IR/Grouping.h"
 #include "dp/Learn/Search.h"
 #include "dp/Sim/Simulator.h"
+#include "dp/Support/Options.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/SmallVector.h"
@@ -126,10 +127,6 @@ struct PlaceOptions {
   uint64_t *Scored = nullptr;
   /// Where the place pass writes the search curve (CSV); empty: nowhere.
   std::string CurveFile;
-
-  /// The value of the placer option \p Key as given, else its default in
-  /// Placers.def (PlacerInfo::Defaults of Algo), else "".
-  llvm::StringRef get(llvm::StringRef Key) const;
 };
 
 /// A placer: a device per unit, or an error. A placer returns a placement
@@ -138,19 +135,35 @@ struct PlaceOptions {
 using PlacerFn = llvm::Expected<std::vector<uint32_t>> (*)(
     const PlacementProblem &P, const PlaceOptions &Opts);
 
+/// A placer's own options table, bound to options it owns (at their
+/// defaults until the table parses): what place{} checks a pipeline's
+/// placer options with, and what -print-passes lists.
+struct PlacerOptionTable {
+  std::shared_ptr<void> Options;
+  OptionTable Table;
+};
+
+/// The options table of the placer \p Algo (the function a Placers.def
+/// record names); its errors start "place{algo=<Algo>}: ".
+using DescribePlacerFn = PlacerOptionTable (*)(llvm::StringRef Algo);
+
 struct PlacerInfo {
   llvm::StringRef Name;
   PlacerFn Run;
-  /// Option syntax of the placer's own options ("device=NAME"), or "".
-  llvm::StringRef Params;
   llvm::StringRef Description;
-  /// It searches with a budget (SEARCH_PLACER in Placers.def).
+  /// It searches with a budget (SEARCH_PLACER in Placers.def, and the
+  /// learned placers).
   bool Searches = false;
-  /// The value each of its options takes when not given ("mode=auto"), or
-  /// "" (Placers.def).
-  llvm::StringRef Defaults;
-  /// The default of option \p Key, or "" where it has none.
-  llvm::StringRef getDefault(llvm::StringRef Key) const;
+  /// Its options, declared once; null for a learned placer, whose plugin
+  /// declares them (Params lists its keys, and the plugin checks values).
+  DescribePlacerFn DescribeOptions = nullptr;
+  /// "key=META,..." of its own options, or "" (-print-passes).
+  std::string Params;
+  /// "key=value,...": the value each option takes when not given, for
+  /// those that have one.
+  std::string Defaults;
+  /// What its integer and number options take (OptionTable::getRanges).
+  std::string Ranges;
 };
 
 /// Every placer, in Placers.def order.
