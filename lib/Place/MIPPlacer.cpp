@@ -343,56 +343,54 @@ struct LevelResult {
   double StartViolation = 0; ///< the start's worst row shortfall
 };
 
-/// Builds the program for the jobs \p J of \p Q's groups and solves it
-/// within \p Seconds (none: infinite) and \p Nodes branch-and-bound nodes
-/// (0: no limit) from \p Start (a device per group), or fails if the
-/// program would exceed \p RowLimit constraints.
-Expected<LevelResult> solveLevel(const PlacementProblem &Q, const Jobs &J,
-                                 ArrayRef<uint32_t> Start, double Seconds,
-                                 uint64_t Nodes, StringRef Who,
-                                 double RowLimit) {
-  unsigned N = J.N, NG = Q.getNumUnits(), D = Q.getNumDevices();
-  const Cluster &C = Q.getCluster();
-  ArrayRef<uint32_t> Grp = J.Group;
+/// Which jobs of \p J reach which, along its edges.
+std::vector<BitVector> getReaches(const Jobs &J) {
+  std::vector<BitVector> Reaches(J.N, BitVector(J.N));
+  std::vector<std::vector<uint32_t>> Succ(J.N);
+  for (const UnitEdge &E : J.Edges)
+    Succ[E.From].push_back(E.To);
+  for (auto It = J.Order.rbegin(); It != J.Order.rend(); ++It)
+    for (uint32_t V : Succ[*It]) {
+      Reaches[*It].set(V);
+      Reaches[*It] |= Reaches[V];
+    }
+  return Reaches;
+}
 
-  if (N > MaxJobs)
-    return makeError(Who + ": " + Twine(N) + " jobs to order, more than " +
-                     Twine(MaxJobs) + "; schedule groups (schedule=groups)");
-  // Which jobs reach which, along the edges.
-  std::vector<BitVector> Reaches(N, BitVector(N));
-  {
-    std::vector<std::vector<uint32_t>> Succ(N);
-    for (const UnitEdge &E : J.Edges)
-      Succ[E.From].push_back(E.To);
-    for (auto It = J.Order.rbegin(); It != J.Order.rend(); ++It)
-      for (uint32_t V : Succ[*It]) {
-        Reaches[*It].set(V);
-        Reaches[*It] |= Reaches[V];
-      }
-  }
-  double Rows = 2.0 * NG + D + N;
-  for (unsigned U = 0; U != N; ++U)
-    for (unsigned V = U + 1; V != N; ++V)
+/// The constraints of the program for \p J over \p NG groups and \p D
+/// devices, counted before it is built.
+double countRows(const Jobs &J, ArrayRef<BitVector> Reaches, unsigned NG,
+                 unsigned D) {
+  ArrayRef<uint32_t> Grp = J.Group;
+  double Rows = 2.0 * NG + D + J.N;
+  for (unsigned U = 0; U != J.N; ++U)
+    for (unsigned V = U + 1; V != J.N; ++V)
       if (!Reaches[U][V] && !Reaches[V][U])
         Rows += Grp[U] == Grp[V] ? 2 : 2 * D;
   for (const UnitEdge &E : J.Edges)
     Rows += Grp[E.From] == Grp[E.To] ? 1 : 1 + D * (D - 1);
-  if (Rows > RowLimit)
-    return makeError(Who + ": " + Twine(NG) + " groups give a program of " +
-                     Twine(uint64_t(Rows)) + " constraints, more than " +
-                     Twine(uint64_t(RowLimit)) + "; give fewer groups");
+  return Rows;
+}
 
-  // Times in units of the mean job's fastest time.
+/// The mean over \p J's jobs of their fastest time (1 when that is 0):
+/// the program's unit of time.
+double getTimeScale(const Jobs &J, unsigned D) {
   double Scale = 0;
-  for (unsigned U = 0; U != N; ++U) {
+  for (unsigned U = 0; U != J.N; ++U) {
     double Fastest = std::numeric_limits<double>::infinity();
     for (unsigned Dev = 0; Dev != D; ++Dev)
       Fastest = std::min(Fastest, J.getTime(U, Dev, D));
     Scale += Fastest;
   }
-  Scale = Scale > 0 ? Scale / N : 1;
-  double Horizon = 0; // every job at its slowest, every edge's worst move
-  for (unsigned U = 0; U != N; ++U) {
+  return Scale > 0 ? Scale / J.N : 1;
+}
+
+/// Every job at its slowest and every edge's worst move, in units of
+/// \p Scale: no start or end in the program lies beyond it.
+double getHorizon(const Jobs &J, const Cluster &C, double Scale) {
+  unsigned D = C.getNumDevices();
+  double Horizon = 0;
+  for (unsigned U = 0; U != J.N; ++U) {
     double Slowest = 0;
     for (unsigned Dev = 0; Dev != D; ++Dev)
       Slowest = std::max(Slowest, J.getTime(U, Dev, D));
@@ -405,31 +403,65 @@ Expected<LevelResult> solveLevel(const PlacementProblem &Q, const Jobs &J,
         Worst = std::max(Worst, C.getTransferTime(A, B, E.Bytes));
     Horizon += Worst;
   }
-  Horizon /= Scale;
-  // Beyond 1e9 mean jobs' times, big-M terms swamp the solver's
-  // tolerances (and CLP stops the process on some such programs).
-  if (!std::isfinite(Scale) || !(Horizon <= 1e9))
-    return makeError(Who + ": the groups' times span too wide a range for "
-                           "the program (more than 1e9 times the mean "
-                           "group's)");
-  if (Horizon <= 0) { // nothing takes time: the start is optimal
-    LevelResult R;
-    R.Device.assign(Start.begin(), Start.end());
-    R.Optimal = true;
-    return R;
-  }
+  return Horizon / Scale;
+}
 
+/// One level's program: columns x[g][d] (group g on device d), s[j] (job
+/// j's start), the makespan, and o (u before v) for each pair of jobs that
+/// no path orders, added in that order with the rows, as CBC's search
+/// depends on it.
+class LevelProgram {
+public:
+  LevelProgram(const PlacementProblem &Q, const Jobs &J,
+               ArrayRef<BitVector> Reaches, double Scale, double Horizon)
+      : Q(Q), C(Q.getCluster()), J(J), Reaches(Reaches), Grp(J.Group), N(J.N),
+        NG(Q.getNumUnits()), D(Q.getNumDevices()), Scale(Scale),
+        Horizon(Horizon), X(size_t(NG) * D, -1), S(N) {}
+
+  /// Adds every column and row.
+  void build();
+  /// Loads the program with \p Start (a device per group, the jobs at
+  /// J.Begin) as CBC's start; its worst row shortfall.
+  double loadStart(ArrayRef<uint32_t> Start);
+  /// Solves the loaded program within \p Seconds (none: infinite) and
+  /// \p Nodes branch-and-bound nodes (0: no limit) into \p R.
+  void solve(double Seconds, uint64_t Nodes, LevelResult &R);
+
+private:
+  /// Job U's time on Dev, in program units.
+  double T(unsigned U, unsigned Dev) const {
+    return J.getTime(U, Dev, D) / Scale;
+  }
+  /// x of job U's group on device Dev.
+  int XOf(unsigned U, unsigned Dev) const { return X[Grp[U] * D + Dev]; }
+  void addPlacementRows(ArrayRef<double> Resident);
+  void addPrecedence(const UnitEdge &E, int A, int B, double Delay);
+  void addPrecedences();
+  void addOrders();
+  void addMakespanRows();
+  std::vector<uint32_t> readDevices(const double *Values) const;
+
+  const PlacementProblem &Q;
+  const Cluster &C;
+  const Jobs &J;
+  ArrayRef<BitVector> Reaches;
+  ArrayRef<uint32_t> Grp;
+  unsigned N, NG, D;
+  double Scale, Horizon;
+  CBCProgram Model;
+  std::vector<int> X, S;
+  int Makespan = -1;
+  std::vector<std::tuple<unsigned, unsigned, int>> Pairs;
+};
+
+void LevelProgram::build() {
   // Memory, in capacities: what stays on a device all step (activations
   // come and go; the simulator checks them).
   std::vector<double> Resident(NG, 0);
-  {
-    const SimGraph &SG = Q.getSimGraph();
-    std::vector<uint64_t> OpBytes = getResidentBytes(SG);
-    for (uint32_t I = 0, E = OpBytes.size(); I != E; ++I)
-      Resident[Q.getUnitOf(SG.getBaseOp(I))] += double(OpBytes[I]);
-  }
-  CBCProgram Model;
-  std::vector<int> X(size_t(NG) * D, -1), S(N);
+  const SimGraph &SG = Q.getSimGraph();
+  std::vector<uint64_t> OpBytes = getResidentBytes(SG);
+  for (uint32_t I = 0, E = OpBytes.size(); I != E; ++I)
+    Resident[Q.getUnitOf(SG.getBaseOp(I))] += double(OpBytes[I]);
   for (unsigned U = 0; U != NG; ++U)
     for (unsigned Dev = 0; Dev != D; ++Dev) {
       bool Fits = Resident[U] <= double(Q.getDeviceCapacity(Dev));
@@ -437,12 +469,16 @@ Expected<LevelResult> solveLevel(const PlacementProblem &Q, const Jobs &J,
     }
   for (unsigned U = 0; U != N; ++U)
     S[U] = Model.addColumn(0, Horizon, 0, false);
-  int Makespan = Model.addColumn(0, Horizon, 1, false);
-  auto T = [&](unsigned U, unsigned Dev) {
-    return J.getTime(U, Dev, D) / Scale;
-  };
-  /// x of job U's group on device Dev.
-  auto XOf = [&](unsigned U, unsigned Dev) { return X[Grp[U] * D + Dev]; };
+  Makespan = Model.addColumn(0, Horizon, 1, false);
+  addPlacementRows(Resident);
+  addPrecedences();
+  addOrders();
+  addMakespanRows();
+}
+
+/// One device per group, and each device's resident bytes within its
+/// capacity.
+void LevelProgram::addPlacementRows(ArrayRef<double> Resident) {
   for (unsigned U = 0; U != NG; ++U) { // one device each: >= 1 and <= 1
     std::vector<int> Cols;
     for (unsigned Dev = 0; Dev != D; ++Dev)
@@ -462,35 +498,45 @@ Expected<LevelResult> solveLevel(const PlacementProblem &Q, const Jobs &J,
     if (!Cols.empty())
       Model.addRow(Cols, Coefs, 'G', -1);
   }
-  // s[v] - s[u] - sum_d p_d(u) x[u][d] (- t x[u][a] - t x[v][b]) >= (-t).
-  auto Precedence = [&](const UnitEdge &E, int A, int B, double Delay) {
-    std::vector<int> Cols{S[E.To], S[E.From]};
-    std::vector<double> Coefs{1, -1};
-    for (unsigned Dev = 0; Dev != D; ++Dev) {
-      double Coef = -T(E.From, Dev) - (int(Dev) == A ? Delay : 0);
-      Cols.push_back(XOf(E.From, Dev));
-      Coefs.push_back(Coef);
-    }
-    if (B >= 0) {
-      Cols.push_back(XOf(E.To, B));
-      Coefs.push_back(-Delay);
-    }
-    Model.addRow(Cols, Coefs, 'G', B >= 0 ? -Delay : 0);
-  };
+}
+
+// s[v] - s[u] - sum_d p_d(u) x[u][d] (- t x[u][a] - t x[v][b]) >= (-t).
+void LevelProgram::addPrecedence(const UnitEdge &E, int A, int B,
+                                 double Delay) {
+  std::vector<int> Cols{S[E.To], S[E.From]};
+  std::vector<double> Coefs{1, -1};
+  for (unsigned Dev = 0; Dev != D; ++Dev) {
+    double Coef = -T(E.From, Dev) - (int(Dev) == A ? Delay : 0);
+    Cols.push_back(XOf(E.From, Dev));
+    Coefs.push_back(Coef);
+  }
+  if (B >= 0) {
+    Cols.push_back(XOf(E.To, B));
+    Coefs.push_back(-Delay);
+  }
+  Model.addRow(Cols, Coefs, 'G', B >= 0 ? -Delay : 0);
+}
+
+/// A job starts after each job it reads from ends, plus the transfer when
+/// their groups are on different devices.
+void LevelProgram::addPrecedences() {
   for (const UnitEdge &E : J.Edges) {
-    Precedence(E, -1, -1, 0);
+    addPrecedence(E, -1, -1, 0);
     if (Grp[E.From] == Grp[E.To])
       continue; // one device: no transfer
     for (unsigned A = 0; A != D; ++A)
       for (unsigned B = 0; B != D; ++B)
         if (A != B && C.getTransferTime(A, B, E.Bytes) > 0)
-          Precedence(E, int(A), int(B),
-                     C.getTransferTime(A, B, E.Bytes) / Scale);
+          addPrecedence(E, int(A), int(B),
+                        C.getTransferTime(A, B, E.Bytes) / Scale);
   }
+}
+
+/// Two jobs that no path orders do not overlap on one device.
+void LevelProgram::addOrders() {
   // Starts lie in [0, H] and times are at most H: a term of 2H frees a
   // pair's ordering constraint whenever one of its conditions is off.
   double BigM = 2 * Horizon;
-  std::vector<std::tuple<unsigned, unsigned, int>> Pairs;
   for (unsigned U = 0; U != N; ++U)
     for (unsigned V = U + 1; V != N; ++V) {
       if (Reaches[U][V] || Reaches[V][U])
@@ -525,6 +571,10 @@ Expected<LevelResult> solveLevel(const PlacementProblem &Q, const Jobs &J,
                      T(V, Dev) - 2 * BigM);
       }
     }
+}
+
+/// The makespan is at least every job's end.
+void LevelProgram::addMakespanRows() {
   for (unsigned U = 0; U != N; ++U) {
     std::vector<int> Cols{Makespan, S[U]};
     std::vector<double> Coefs{1, -1};
@@ -534,44 +584,53 @@ Expected<LevelResult> solveLevel(const PlacementProblem &Q, const Jobs &J,
     }
     Model.addRow(Cols, Coefs, 'G', 0);
   }
+}
 
-  // The start, as a solution of the program.
-  double StartViolation = 0;
-  {
-    std::vector<int> Idx;
-    std::vector<double> Val;
-    double End = 0;
-    for (unsigned U = 0; U != NG; ++U)
-      for (unsigned Dev = 0; Dev != D; ++Dev) {
-        Idx.push_back(X[U * D + Dev]);
-        Val.push_back(Start[U] == Dev ? 1 : 0);
-      }
-    for (unsigned U = 0; U != N; ++U) {
-      Idx.push_back(S[U]);
-      Val.push_back(J.Begin[U] / Scale);
-      End = std::max(End, J.Begin[U] / Scale + T(U, Start[Grp[U]]));
+double LevelProgram::loadStart(ArrayRef<uint32_t> Start) {
+  std::vector<int> Idx;
+  std::vector<double> Val;
+  double End = 0;
+  for (unsigned U = 0; U != NG; ++U)
+    for (unsigned Dev = 0; Dev != D; ++Dev) {
+      Idx.push_back(X[U * D + Dev]);
+      Val.push_back(Start[U] == Dev ? 1 : 0);
     }
-    for (const auto &[U, V, O] : Pairs) {
-      // u first when it starts first, or at once and ends first (an op of
-      // no time that ran just before the other).
-      double EndU = J.Begin[U] + J.getTime(U, Start[Grp[U]], D),
-             EndV = J.Begin[V] + J.getTime(V, Start[Grp[V]], D);
-      bool First =
-          J.Begin[U] != J.Begin[V] ? J.Begin[U] < J.Begin[V] : EndU <= EndV;
-      Idx.push_back(O);
-      Val.push_back(First ? 1 : 0);
-    }
-    Idx.push_back(Makespan);
-    Val.push_back(End);
-    Model.load();
-    Cbc_setMIPStartI(Model.get(), int(Idx.size()), Idx.data(), Val.data());
-    std::vector<double> All(size_t(Model.getNumColumns()), 0);
-    for (size_t I = 0; I != Idx.size(); ++I)
-      All[Idx[I]] = Val[I];
-    StartViolation = Model.getViolation(All);
+  for (unsigned U = 0; U != N; ++U) {
+    Idx.push_back(S[U]);
+    Val.push_back(J.Begin[U] / Scale);
+    End = std::max(End, J.Begin[U] / Scale + T(U, Start[Grp[U]]));
   }
-  LevelResult R;
-  R.StartViolation = StartViolation;
+  for (const auto &[U, V, O] : Pairs) {
+    // u first when it starts first, or at once and ends first (an op of
+    // no time that ran just before the other).
+    double EndU = J.Begin[U] + J.getTime(U, Start[Grp[U]], D),
+           EndV = J.Begin[V] + J.getTime(V, Start[Grp[V]], D);
+    bool First =
+        J.Begin[U] != J.Begin[V] ? J.Begin[U] < J.Begin[V] : EndU <= EndV;
+    Idx.push_back(O);
+    Val.push_back(First ? 1 : 0);
+  }
+  Idx.push_back(Makespan);
+  Val.push_back(End);
+  Model.load();
+  Cbc_setMIPStartI(Model.get(), int(Idx.size()), Idx.data(), Val.data());
+  std::vector<double> All(size_t(Model.getNumColumns()), 0);
+  for (size_t I = 0; I != Idx.size(); ++I)
+    All[Idx[I]] = Val[I];
+  return Model.getViolation(All);
+}
+
+/// The device of each group in the solution \p Values.
+std::vector<uint32_t> LevelProgram::readDevices(const double *Values) const {
+  std::vector<uint32_t> Device(NG, 0);
+  for (unsigned U = 0; U != NG; ++U)
+    for (unsigned Dev = 0; Dev != D; ++Dev)
+      if (Values[X[U * D + Dev]] > 0.5)
+        Device[U] = Dev;
+  return Device;
+}
+
+void LevelProgram::solve(double Seconds, uint64_t Nodes, LevelResult &R) {
   R.Columns = unsigned(Model.getNumColumns());
   R.Rows = Model.getNumRows();
   if (std::isfinite(Seconds))
@@ -586,24 +645,57 @@ Expected<LevelResult> solveLevel(const PlacementProblem &Q, const Jobs &J,
   Cbc_solve(Model.get());
   const double *Sol = Cbc_bestSolution(Model.get()); // null: none feasible
   if (!Sol)
-    return R;
+    return;
   R.Optimal = Cbc_isProvenOptimal(Model.get());
   R.Objective = Cbc_getObjValue(Model.get()) * Scale;
   R.Bound = std::max(0.0, Cbc_getBestPossibleObjValue(Model.get()) * Scale);
-  auto Devices = [&](const double *Values) {
-    std::vector<uint32_t> Device(NG, 0);
-    for (unsigned U = 0; U != NG; ++U)
-      for (unsigned Dev = 0; Dev != D; ++Dev)
-        if (Values[X[U * D + Dev]] > 0.5)
-          Device[U] = Dev;
-    return Device;
-  };
-  R.Device = Devices(Sol);
+  R.Device = readDevices(Sol);
   for (int I = 0, E = Cbc_numberSavedSolutions(Model.get()); I != E; ++I) {
-    std::vector<uint32_t> Other = Devices(Cbc_savedSolution(Model.get(), I));
+    std::vector<uint32_t> Other =
+        readDevices(Cbc_savedSolution(Model.get(), I));
     if (Other != R.Device && !is_contained(R.Others, Other))
       R.Others.push_back(std::move(Other));
   }
+}
+
+/// Builds the program for the jobs \p J of \p Q's groups and solves it
+/// within \p Seconds (none: infinite) and \p Nodes branch-and-bound nodes
+/// (0: no limit) from \p Start (a device per group), or fails if the
+/// program would exceed \p RowLimit constraints.
+Expected<LevelResult> solveLevel(const PlacementProblem &Q, const Jobs &J,
+                                 ArrayRef<uint32_t> Start, double Seconds,
+                                 uint64_t Nodes, StringRef Who,
+                                 double RowLimit) {
+  unsigned N = J.N, NG = Q.getNumUnits(), D = Q.getNumDevices();
+  if (N > MaxJobs)
+    return makeError(Who + ": " + Twine(N) + " jobs to order, more than " +
+                     Twine(MaxJobs) + "; schedule groups (schedule=groups)");
+  std::vector<BitVector> Reaches = getReaches(J);
+  double Rows = countRows(J, Reaches, NG, D);
+  if (Rows > RowLimit)
+    return makeError(Who + ": " + Twine(NG) + " groups give a program of " +
+                     Twine(uint64_t(Rows)) + " constraints, more than " +
+                     Twine(uint64_t(RowLimit)) + "; give fewer groups");
+  // Times in units of the mean job's fastest time.
+  double Scale = getTimeScale(J, D);
+  double Horizon = getHorizon(J, Q.getCluster(), Scale);
+  // Beyond 1e9 mean jobs' times, big-M terms swamp the solver's
+  // tolerances (and CLP stops the process on some such programs).
+  if (!std::isfinite(Scale) || !(Horizon <= 1e9))
+    return makeError(Who + ": the groups' times span too wide a range for "
+                           "the program (more than 1e9 times the mean "
+                           "group's)");
+  if (Horizon <= 0) { // nothing takes time: the start is optimal
+    LevelResult R;
+    R.Device.assign(Start.begin(), Start.end());
+    R.Optimal = true;
+    return R;
+  }
+  LevelProgram Program(Q, J, Reaches, Scale, Horizon);
+  Program.build();
+  LevelResult R;
+  R.StartViolation = Program.loadStart(Start);
+  Program.solve(Seconds, Nodes, R);
   return R;
 }
 
@@ -625,6 +717,101 @@ Expected<PlacementProblem> groupProblem(const PlacementProblem &P,
   return PlacementProblem::build(G, P.getCluster(), std::move(OpGroup));
 }
 
+/// Solves the level of \p Q's groups (a level of \p P) from \p Start:
+/// with the jobs \p Schedule names, or for auto the finest whose program
+/// stays within MaxOpRows (groups at any size). \p Kind is set to the
+/// jobs solved.
+Expected<LevelResult>
+solveLevelJobs(const PlacementProblem &P, const PlacementProblem &Q,
+               ArrayRef<uint32_t> Start, ScheduleKind Schedule, double Time,
+               uint64_t Nodes, StringRef Who, ScheduleKind &Kind) {
+  Kind = Schedule;
+  for (ScheduleKind K :
+       {ScheduleKind::Ops, ScheduleKind::Segments, ScheduleKind::Groups}) {
+    if (Schedule != ScheduleKind::Auto && Schedule != K)
+      continue;
+    if (Schedule == ScheduleKind::Auto && K == ScheduleKind::Ops &&
+        P.getGraph().getNumOps() > MaxAutoOps)
+      continue;
+    Kind = K;
+    bool Fallback = Schedule == ScheduleKind::Auto && K != ScheduleKind::Groups;
+    Jobs J = K == ScheduleKind::Ops        ? opJobs(Q, Start)
+             : K == ScheduleKind::Segments ? segmentJobs(Q, Start)
+                                           : groupJobs(Q, Start);
+    Expected<LevelResult> Result = solveLevel(
+        Q, J, Start, Time, Nodes, Who, Fallback ? MaxOpRows : MaxModelRows);
+    if (Result || !Fallback)
+      return Result;
+    consumeError(Result.takeError()); // too large: coarser jobs
+  }
+  llvm_unreachable("groups are always tried");
+}
+
+/// CBC's best solution and the others it saved, each simulated as a
+/// placement of \p P's units.
+struct SolutionsTried {
+  std::vector<uint32_t> Fastest; ///< the fastest that fits; empty: none
+  double FastestStep = 0;
+  /// The simulated step of CBC's best, and whether it overflows.
+  double Model = 0;
+  bool ModelOOM = false;
+  unsigned Tried = 0;
+};
+
+/// Simulates \p R's solutions, a device per group of \p GroupOf: the
+/// fastest that fits counts (the model has no link contention, so its
+/// order among them is not the simulator's).
+SolutionsTried trySolutions(const PlacementProblem &P,
+                            ArrayRef<uint32_t> GroupOf, const LevelResult &R) {
+  SolutionsTried T;
+  unsigned Units = P.getNumUnits();
+  std::vector<uint32_t> Placement(Units);
+  for (unsigned I = 0; I <= R.Others.size(); ++I) {
+    ArrayRef<uint32_t> Device = I ? R.Others[I - 1] : R.Device;
+    for (unsigned U = 0; U != Units; ++U)
+      Placement[U] = Device[GroupOf[U]];
+    const SimResult &Sim = P.simulate(Placement);
+    ++T.Tried;
+    if (!I) {
+      T.Model = Sim.StepTime;
+      T.ModelOOM = Sim.OOM;
+    }
+    if (Sim.OOM || (!T.Fastest.empty() && Sim.StepTime >= T.FastestStep))
+      continue;
+    T.Fastest = Placement;
+    T.FastestStep = Sim.StepTime;
+  }
+  return T;
+}
+
+/// The progress line's start for a level of \p Groups groups: "16 groups,
+/// ops scheduled (716 columns, 6046 rows, start inside): ".
+std::string describeLevel(unsigned Groups, ScheduleKind Kind,
+                          const LevelResult &R) {
+  return (Twine(Groups) + " groups, " +
+          getEnumName<ScheduleKind>(ScheduleNames, Kind) + " scheduled (" +
+          Twine(R.Columns) + " columns, " + Twine(R.Rows) + " rows, start " +
+          (R.StartViolation > 1e-6 ? "outside" : "inside") + "): ")
+      .str();
+}
+
+/// The rest of the line for a level that found solutions \p T.
+std::string describeSolutions(const LevelResult &R, const SolutionsTried &T,
+                              bool Better) {
+  return ((R.Optimal ? "optimal" : "stopped") + Twine(", model step ") +
+          formatSeconds(R.Objective) + ", model bound " +
+          formatSeconds(R.Bound) + "; simulated " + formatSeconds(T.Model) +
+          (T.ModelOOM ? " (out of memory)" : "") +
+          (T.Tried > 1
+               ? ", the fastest of its " + Twine(T.Tried) +
+                     " solutions that fits " +
+                     (T.Fastest.empty() ? Twine("none")
+                                        : Twine(formatSeconds(T.FastestStep)))
+               : Twine()) +
+          (Better ? ", the best so far" : ""))
+      .str();
+}
+
 } // namespace
 #endif
 
@@ -634,8 +821,6 @@ Expected<std::vector<uint32_t>> placeMIP(const PlacementProblem &P,
   Expected<MIPOptions> O = parsePlacerOptions(Opts, declareOptions);
   if (!O)
     return O.takeError();
-  unsigned MaxGroups = O->Groups;
-  ScheduleKind Schedule = O->Schedule;
 #ifndef DP_HAVE_CBC
   return makeError(Who + ": unavailable: dp was built without CBC "
                          "(coinor-libcbc-dev); install it and reconfigure");
@@ -678,8 +863,8 @@ Expected<std::vector<uint32_t>> placeMIP(const PlacementProblem &P,
   // Levels: FirstGroups groups, then twice as many, up to groups= (and
   // the units); each from the best placement so far, with half the time
   // left (the last with all of it).
-  unsigned First = std::min({FirstGroups, MaxGroups, Units}),
-           Top = std::min(MaxGroups, Units);
+  unsigned First = std::min({FirstGroups, O->Groups, Units}),
+           Top = std::min(O->Groups, Units);
   for (unsigned Groups = First;; Groups = std::min(2 * Groups, Top)) {
     double Budget = Left();
     if (Budget <= 0)
@@ -689,92 +874,29 @@ Expected<std::vector<uint32_t>> placeMIP(const PlacementProblem &P,
     Expected<PlacementProblem> Q = groupProblem(P, GroupOf);
     if (!Q)
       return Q.takeError();
-    unsigned N = Q->getNumUnits();
-    std::vector<uint32_t> Start(N);
+    std::vector<uint32_t> Start(Q->getNumUnits());
     for (unsigned U = 0; U != Units; ++U)
       Start[GroupOf[U]] = Best[U];
-    double Time = Last ? Budget : Budget / 2;
-    // What to schedule: schedule='s kind, or for auto the finest whose
-    // program stays within MaxOpRows (groups at any size).
-    ScheduleKind Kind = Schedule;
-    auto Solve = [&]() -> Expected<LevelResult> {
-      for (ScheduleKind K :
-           {ScheduleKind::Ops, ScheduleKind::Segments, ScheduleKind::Groups}) {
-        if (Schedule != ScheduleKind::Auto && Schedule != K)
-          continue;
-        if (Schedule == ScheduleKind::Auto && K == ScheduleKind::Ops &&
-            P.getGraph().getNumOps() > MaxAutoOps)
-          continue;
-        Kind = K;
-        bool Fallback =
-            Schedule == ScheduleKind::Auto && K != ScheduleKind::Groups;
-        Jobs J = K == ScheduleKind::Ops        ? opJobs(*Q, Start)
-                 : K == ScheduleKind::Segments ? segmentJobs(*Q, Start)
-                                               : groupJobs(*Q, Start);
-        Expected<LevelResult> Result =
-            solveLevel(*Q, J, Start, Time, Nodes, Who,
-                       Fallback ? MaxOpRows : MaxModelRows);
-        if (Result || !Fallback)
-          return Result;
-        consumeError(Result.takeError()); // too large: coarser jobs
-      }
-      llvm_unreachable("groups are always tried");
-    };
-    Expected<LevelResult> R = Solve();
+    ScheduleKind Kind;
+    Expected<LevelResult> R =
+        solveLevelJobs(P, *Q, Start, O->Schedule, Last ? Budget : Budget / 2,
+                       Nodes, Who, Kind);
     if (!R) {
       if (Groups == First)
         return R.takeError();
       Say(toString(R.takeError()) + "; stopping at the last level");
       break;
     }
-    std::string Line =
-        (Twine(N) + " groups, " +
-         (Kind == ScheduleKind::Ops        ? "ops"
-          : Kind == ScheduleKind::Segments ? "segments"
-                                           : "groups") +
-         " scheduled (" + Twine(R->Columns) + " columns, " + Twine(R->Rows) +
-         " rows, start " + (R->StartViolation > 1e-6 ? "outside" : "inside") +
-         "): ")
-            .str();
+    std::string Line = describeLevel(Q->getNumUnits(), Kind, *R);
     if (R->Device.empty()) {
       Say(Line + "CBC found no solution");
     } else {
-      // CBC's best and the other solutions it saved, each simulated: the
-      // fastest that fits counts (the model has no link contention, so its
-      // order among them is not the simulator's).
-      std::vector<uint32_t> Placement(Units), Fastest;
-      double Model = 0, FastestStep = 0;
-      bool ModelOOM = false;
-      unsigned Tried = 0;
-      for (unsigned I = 0; I <= R->Others.size(); ++I) {
-        ArrayRef<uint32_t> Device = I ? R->Others[I - 1] : R->Device;
-        for (unsigned U = 0; U != Units; ++U)
-          Placement[U] = Device[GroupOf[U]];
-        const SimResult &Sim = P.simulate(Placement);
-        ++Tried;
-        if (!I) {
-          Model = Sim.StepTime;
-          ModelOOM = Sim.OOM;
-        }
-        if (Sim.OOM || (!Fastest.empty() && Sim.StepTime >= FastestStep))
-          continue;
-        Fastest = Placement;
-        FastestStep = Sim.StepTime;
-      }
-      bool Better = !Fastest.empty() && (!Fits || FastestStep < BestStep);
-      Say(Line + (R->Optimal ? "optimal" : "stopped") + ", model step " +
-          formatSeconds(R->Objective) + ", model bound " +
-          formatSeconds(R->Bound) + "; simulated " + formatSeconds(Model) +
-          (ModelOOM ? " (out of memory)" : "") +
-          (Tried > 1 ? ", the fastest of its " + Twine(Tried) +
-                           " solutions that fits " +
-                           (Fastest.empty() ? Twine("none")
-                                            : Twine(formatSeconds(FastestStep)))
-                     : Twine()) +
-          (Better ? ", the best so far" : ""));
+      SolutionsTried T = trySolutions(P, GroupOf, *R);
+      bool Better = !T.Fastest.empty() && (!Fits || T.FastestStep < BestStep);
+      Say(Line + describeSolutions(*R, T, Better));
       if (Better) {
-        Best = std::move(Fastest);
-        BestStep = FastestStep;
+        Best = std::move(T.Fastest);
+        BestStep = T.FastestStep;
         Fits = true;
       }
     }
