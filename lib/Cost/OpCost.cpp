@@ -71,7 +71,7 @@ Efficiency getEfficiency(OpCostKind K, DeviceKind D) {
 //===----------------------------------------------------------------------===//
 
 namespace {
-/// What the model knows of one op type.
+/// What the model knows of one op type (include/dp/IR/Ops.def).
 struct OpTypeInfo {
   OpCostKind Kind;
   /// FLOPs per output element of elementwise ops, per input element of
@@ -79,190 +79,42 @@ struct OpTypeInfo {
   /// their own). A transcendental function counts 4.
   double FlopsPerElement;
   /// The cost of the op's backward op (dp::<Type>Grad) as a multiple of
-  /// the op's own.
+  /// the op's own: that of its backward rule.
   double BackwardMultiple;
 };
 } // namespace
 
-// Default-domain (ONNX) op types: {kind, FLOPs per element, backward
-// multiple}. The backward multiples are those of the training-graph pass's
-// backward rules (lib/Transforms/BackwardRules.cpp, docs/transforms.md);
-// CostTests checks that the two tables agree. Ops without a gradient have
-// the multiple of their kind; it is never used.
+/// The backward multiple of op types without a rule of their own: that of
+/// the training-graph pass's generic rule.
+static constexpr double DefaultBackwardMultiple = 2.0;
+
+// The op registry's cost classes and backward multiples (the latter those
+// of the training-graph pass's rules; CostTests checks that the two
+// agree). Ops without a formula have the kind Unknown.
+#define COST(KIND, FLOPS) OpCostKind::KIND, FLOPS
+#define NO_COST OpCostKind::Unknown, 0
+#define GRAD(DIFF, SAVED_OPERANDS, SAVED_RESULTS, MULTIPLE) MULTIPLE
+#define GRAD_OF(DIFF, SAVED_OPERANDS, SAVED_RESULTS, MULTIPLE, DIFF_RESULTS)   \
+  MULTIPLE
+#define NO_GRAD DefaultBackwardMultiple
+#define GENERIC_GRAD DefaultBackwardMultiple
 static const std::pair<StringRef, OpTypeInfo> ONNXOpTypes[] = {
-    // Matrix products and convolutions: formulas of their own.
-    {"MatMul", {OpCostKind::Gemm, 0, 2}},
-    {"MatMulInteger", {OpCostKind::Gemm, 0, 2}},
-    {"QLinearMatMul", {OpCostKind::Gemm, 0, 2}},
-    {"Gemm", {OpCostKind::Gemm, 0, 2}},
-    {"Einsum", {OpCostKind::Gemm, 0, 2}},
-    {"Conv", {OpCostKind::Conv, 0, 2}},
-    {"ConvInteger", {OpCostKind::Conv, 0, 2}},
-    {"QLinearConv", {OpCostKind::Conv, 0, 2}},
-    {"ConvTranspose", {OpCostKind::Conv, 0, 2}},
-    {"LSTM", {OpCostKind::Recurrent, 0, 2}},
-    {"GRU", {OpCostKind::Recurrent, 0, 2}},
-    {"RNN", {OpCostKind::Recurrent, 0, 2}},
-    // Pooling: per window element.
-    {"MaxPool", {OpCostKind::Pooling, 1, 1}},
-    {"AveragePool", {OpCostKind::Pooling, 1, 1}},
-    {"LpPool", {OpCostKind::Pooling, 2, 1}},
-    {"GlobalMaxPool", {OpCostKind::Pooling, 1, 1}},
-    {"GlobalAveragePool", {OpCostKind::Pooling, 1, 1}},
-    {"GlobalLpPool", {OpCostKind::Pooling, 2, 1}},
-    // ROI pooling: per output element (RoiAlign: 4 bilinear samples of 4
-    // FLOPs; MaxRoiPool: an assumed 2x2 region per bin).
-    {"RoiAlign", {OpCostKind::Pooling, 16, 1}},
-    {"MaxRoiPool", {OpCostKind::Pooling, 4, 1}},
-    // Normalizations: per input element (statistics, normalize, scale and
-    // shift). BatchNormalization is 2 in inference (folded scale and shift)
-    // and 8 in training.
-    {"BatchNormalization", {OpCostKind::Normalization, 2, 2}},
-    {"LayerNormalization", {OpCostKind::Normalization, 8, 2}},
-    {"InstanceNormalization", {OpCostKind::Normalization, 8, 2}},
-    {"GroupNormalization", {OpCostKind::Normalization, 8, 2}},
-    {"MeanVarianceNormalization", {OpCostKind::Normalization, 8, 2}},
-    {"LpNormalization", {OpCostKind::Normalization, 3, 2}},
-    {"LRN", {OpCostKind::Normalization, 6, 2}},
-    // Softmax: max, subtract, exp (4), sum, divide.
-    {"Softmax", {OpCostKind::Softmax, 8, 1}},
-    {"LogSoftmax", {OpCostKind::Softmax, 8, 1}},
-    {"Hardmax", {OpCostKind::Softmax, 2, 1}},
-    {"SoftmaxCrossEntropyLoss", {OpCostKind::Softmax, 9, 2}},
-    // Reductions: per input element.
-    {"ReduceSum", {OpCostKind::Reduction, 1, 1}},
-    {"ReduceMean", {OpCostKind::Reduction, 1, 1}},
-    {"ReduceMax", {OpCostKind::Reduction, 1, 1}},
-    {"ReduceMin", {OpCostKind::Reduction, 1, 1}},
-    {"ReduceProd", {OpCostKind::Reduction, 1, 2}},
-    {"ReduceL1", {OpCostKind::Reduction, 2, 1}},
-    {"ReduceL2", {OpCostKind::Reduction, 2, 1}},
-    {"ReduceSumSquare", {OpCostKind::Reduction, 2, 1}},
-    {"ReduceLogSum", {OpCostKind::Reduction, 1, 1}},
-    {"ReduceLogSumExp", {OpCostKind::Reduction, 5, 1}},
-    {"ArgMax", {OpCostKind::Reduction, 1, 1}},
-    {"ArgMin", {OpCostKind::Reduction, 1, 1}},
-    {"TopK", {OpCostKind::Reduction, 1, 1}},
-    {"NegativeLogLikelihoodLoss", {OpCostKind::Reduction, 1, 2}},
-    // Elementwise: per output element.
-    {"Add", {OpCostKind::Elementwise, 1, 1}},
-    {"Sub", {OpCostKind::Elementwise, 1, 1}},
-    {"Mul", {OpCostKind::Elementwise, 1, 2}},
-    {"Div", {OpCostKind::Elementwise, 1, 2}},
-    {"Mod", {OpCostKind::Elementwise, 1, 1}},
-    {"Pow", {OpCostKind::Elementwise, 4, 2}},
-    {"Sum", {OpCostKind::Elementwise, 1, 1}},
-    {"Mean", {OpCostKind::Elementwise, 1, 1}},
-    {"Max", {OpCostKind::Elementwise, 1, 1}},
-    {"Min", {OpCostKind::Elementwise, 1, 1}},
-    {"Where", {OpCostKind::Elementwise, 1, 1}},
-    {"Equal", {OpCostKind::Elementwise, 1, 1}},
-    {"Less", {OpCostKind::Elementwise, 1, 1}},
-    {"LessOrEqual", {OpCostKind::Elementwise, 1, 1}},
-    {"Greater", {OpCostKind::Elementwise, 1, 1}},
-    {"GreaterOrEqual", {OpCostKind::Elementwise, 1, 1}},
-    {"And", {OpCostKind::Elementwise, 1, 1}},
-    {"Or", {OpCostKind::Elementwise, 1, 1}},
-    {"Xor", {OpCostKind::Elementwise, 1, 1}},
-    {"Not", {OpCostKind::Elementwise, 1, 1}},
-    {"BitShift", {OpCostKind::Elementwise, 1, 1}},
-    {"Relu", {OpCostKind::Elementwise, 1, 1}},
-    {"LeakyRelu", {OpCostKind::Elementwise, 2, 1}},
-    {"PRelu", {OpCostKind::Elementwise, 2, 2}},
-    {"ThresholdedRelu", {OpCostKind::Elementwise, 1, 1}},
-    {"Elu", {OpCostKind::Elementwise, 6, 1}},
-    {"Selu", {OpCostKind::Elementwise, 6, 1}},
-    {"Celu", {OpCostKind::Elementwise, 6, 1}},
-    {"Gelu", {OpCostKind::Elementwise, 8, 2}},
-    {"Mish", {OpCostKind::Elementwise, 14, 2}},
-    {"HardSigmoid", {OpCostKind::Elementwise, 3, 1}},
-    {"HardSwish", {OpCostKind::Elementwise, 4, 1}},
-    {"Sigmoid", {OpCostKind::Elementwise, 4, 1}},
-    {"Tanh", {OpCostKind::Elementwise, 4, 1}},
-    {"Softplus", {OpCostKind::Elementwise, 8, 2}},
-    {"Softsign", {OpCostKind::Elementwise, 2, 2}},
-    {"Exp", {OpCostKind::Elementwise, 4, 1}},
-    {"Log", {OpCostKind::Elementwise, 4, 1}},
-    {"Sqrt", {OpCostKind::Elementwise, 4, 1}},
-    {"Erf", {OpCostKind::Elementwise, 4, 2}},
-    {"Sin", {OpCostKind::Elementwise, 4, 1}},
-    {"Cos", {OpCostKind::Elementwise, 4, 1}},
-    {"Tan", {OpCostKind::Elementwise, 4, 2}},
-    {"Asin", {OpCostKind::Elementwise, 4, 2}},
-    {"Acos", {OpCostKind::Elementwise, 4, 2}},
-    {"Atan", {OpCostKind::Elementwise, 4, 2}},
-    {"Sinh", {OpCostKind::Elementwise, 4, 1}},
-    {"Cosh", {OpCostKind::Elementwise, 4, 1}},
-    {"Asinh", {OpCostKind::Elementwise, 4, 2}},
-    {"Acosh", {OpCostKind::Elementwise, 4, 2}},
-    {"Atanh", {OpCostKind::Elementwise, 4, 2}},
-    {"Reciprocal", {OpCostKind::Elementwise, 1, 1}},
-    {"Abs", {OpCostKind::Elementwise, 1, 1}},
-    {"Neg", {OpCostKind::Elementwise, 1, 1}},
-    {"Sign", {OpCostKind::Elementwise, 1, 1}},
-    {"Ceil", {OpCostKind::Elementwise, 1, 1}},
-    {"Floor", {OpCostKind::Elementwise, 1, 1}},
-    {"Round", {OpCostKind::Elementwise, 1, 1}},
-    {"Clip", {OpCostKind::Elementwise, 2, 1}},
-    {"Shrink", {OpCostKind::Elementwise, 2, 1}},
-    {"IsNaN", {OpCostKind::Elementwise, 1, 1}},
-    {"IsInf", {OpCostKind::Elementwise, 1, 1}},
-    {"CumSum", {OpCostKind::Elementwise, 1, 1}},
-    {"Dropout", {OpCostKind::Elementwise, 2, 1}},
-    {"Cast", {OpCostKind::Elementwise, 0, 1}},
-    {"CastLike", {OpCostKind::Elementwise, 0, 1}},
-    {"QuantizeLinear", {OpCostKind::Elementwise, 2, 1}},
-    {"DequantizeLinear", {OpCostKind::Elementwise, 2, 1}},
-    // Indexing.
-    {"Gather", {OpCostKind::Indexing, 0, 1}},
-    {"GatherElements", {OpCostKind::Indexing, 0, 1}},
-    {"GatherND", {OpCostKind::Indexing, 0, 1}},
-    {"Scatter", {OpCostKind::Indexing, 0, 1}},
-    {"ScatterElements", {OpCostKind::Indexing, 0, 1}},
-    {"ScatterND", {OpCostKind::Indexing, 0, 1}},
-    {"NonZero", {OpCostKind::Indexing, 1, 1}},
-    {"Compress", {OpCostKind::Indexing, 0, 1}},
-    // Data movement: bytes only (Resize's interpolation aside).
-    {"Transpose", {OpCostKind::DataMovement, 0, 1}},
-    {"Concat", {OpCostKind::DataMovement, 0, 1}},
-    {"Split", {OpCostKind::DataMovement, 0, 1}},
-    {"Slice", {OpCostKind::DataMovement, 0, 1}},
-    {"Pad", {OpCostKind::DataMovement, 0, 1}},
-    {"Expand", {OpCostKind::DataMovement, 0, 1}},
-    {"Tile", {OpCostKind::DataMovement, 0, 1}},
-    {"Resize", {OpCostKind::DataMovement, 0, 1}},
-    {"Upsample", {OpCostKind::DataMovement, 0, 1}},
-    {"DepthToSpace", {OpCostKind::DataMovement, 0, 1}},
-    {"SpaceToDepth", {OpCostKind::DataMovement, 0, 1}},
-    {"ReverseSequence", {OpCostKind::DataMovement, 0, 1}},
-    {"Trilu", {OpCostKind::DataMovement, 0, 1}},
-    {"OneHot", {OpCostKind::DataMovement, 0, 1}},
-    {"ConstantOfShape", {OpCostKind::DataMovement, 0, 1}},
-    {"Range", {OpCostKind::DataMovement, 0, 1}},
-    {"EyeLike", {OpCostKind::DataMovement, 0, 1}},
-    {"MaxUnpool", {OpCostKind::DataMovement, 0, 1}},
-    // Zero-copy views and metadata.
-    {"Reshape", {OpCostKind::View, 0, 1}},
-    {"Flatten", {OpCostKind::View, 0, 1}},
-    {"Squeeze", {OpCostKind::View, 0, 1}},
-    {"Unsqueeze", {OpCostKind::View, 0, 1}},
-    {"Identity", {OpCostKind::View, 0, 1}},
-    {"Shape", {OpCostKind::Metadata, 0, 1}},
-    {"Size", {OpCostKind::Metadata, 0, 1}},
-    {"Constant", {OpCostKind::Metadata, 0, 1}},
-    // Control flow.
-    {"If", {OpCostKind::ControlFlow, 0, 2}},
-    {"Loop", {OpCostKind::ControlFlow, 0, 2}},
-    {"Scan", {OpCostKind::ControlFlow, 0, 2}},
+#define OP(NAME, COST, BACKWARD, ONEDNN, FEATURE, OPSET, RUNTIME)              \
+  {NAME, {COST, BACKWARD}},
+#include "dp/IR/Ops.def"
 };
 
-// Optimizer updates of the "dp" domain: FLOPs per weight element (they have
-// no backward).
+// Optimizer updates of the "dp" domain (they have no backward).
 static const std::pair<StringRef, OpTypeInfo> UpdateOpTypes[] = {
-    {"SGDUpdate", {OpCostKind::Update, 2, 1}},
-    {"MomentumUpdate", {OpCostKind::Update, 4, 1}},
-    {"AdamUpdate", {OpCostKind::Update, 12, 1}},
+#define DP_OP(NAME, COST, FEATURE) {NAME, {COST, DefaultBackwardMultiple}},
+#include "dp/IR/Ops.def"
 };
+#undef COST
+#undef NO_COST
+#undef GRAD
+#undef GRAD_OF
+#undef NO_GRAD
+#undef GENERIC_GRAD
 
 static const OpTypeInfo *lookupOpType(StringRef Domain, StringRef Type) {
   static const StringMap<OpTypeInfo> ONNXMap = [] {
@@ -291,10 +143,6 @@ OpCostKind classifyOp(StringRef Domain, StringRef Type) {
   return OpCostKind::Unknown;
 }
 
-/// The backward multiple of op types the model does not list: that of
-/// the training-graph pass's generic rule.
-static constexpr double DefaultBackwardMultiple = 2.0;
-
 double getBackwardMultiple(StringRef Domain, StringRef ForwardType) {
   const OpTypeInfo *Info = lookupOpType(Domain, ForwardType);
   return Info ? Info->BackwardMultiple : DefaultBackwardMultiple;
@@ -303,8 +151,9 @@ double getBackwardMultiple(StringRef Domain, StringRef ForwardType) {
 ArrayRef<StringRef> getKnownOpTypes() {
   static const std::vector<StringRef> Types = [] {
     std::vector<StringRef> V;
-    for (const auto &Entry : ONNXOpTypes)
-      V.push_back(Entry.first);
+    for (const auto &[Name, Info] : ONNXOpTypes)
+      if (Info.Kind != OpCostKind::Unknown)
+        V.push_back(Name);
     llvm::sort(V);
     return V;
   }();
@@ -657,7 +506,7 @@ OpWork estimateWork(const Graph &G, OpId Id) {
   OpWork W;
   W.ComputeType = getComputeType(G, O);
   const OpTypeInfo *Info = lookupOpType(O.Domain, O.Type);
-  if (!Info) {
+  if (!Info || Info->Kind == OpCostKind::Unknown) {
     setElementwiseFallback(G, O, W,
                            isBackwardOp(O)
                                ? "backward op without its forward op: "

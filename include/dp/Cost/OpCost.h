@@ -109,7 +109,7 @@ Efficiency getEfficiency(OpCostKind K, DeviceKind D);
 /// \p Domain, as a multiple of the forward op's (docs/cost.md, "Backward
 /// cost multiples"): 2 for matrix products, convolutions and
 /// normalizations, 1 for most elementwise, pooling and data-movement ops,
-/// 2 for ops the model does not list.
+/// 2 (the generic rule's) for ops without a backward rule of their own.
 double getBackwardMultiple(llvm::StringRef Domain, llvm::StringRef ForwardType);
 
 /// The default-domain op types the model has formulas for, sorted.

@@ -7,10 +7,11 @@
 /// \file
 /// The backward rule of each forward op kind: which of its operands get a
 /// gradient, which forward tensors its backward op (dp::<Type>Grad) reads,
-/// and what that backward op costs as a multiple of the forward op. The
-/// training-graph pass builds backward ops from these rules; cost models
-/// may read the multiples (docs/transforms.md lists them all, under
-/// "Backward cost multiples").
+/// and what that backward op costs as a multiple of the forward op: the
+/// BACKWARD field of the op registry (include/dp/IR/Ops.def). The
+/// training-graph pass builds backward ops from these rules; the cost model
+/// reads the multiples from the registry too (docs/transforms.md lists them
+/// all, under "Backward cost multiples").
 ///
 //===----------------------------------------------------------------------===//
 
