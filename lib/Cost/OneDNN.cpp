@@ -604,35 +604,80 @@ static Optional<Problem> getRecurrentProblem(const Graph &G, const Op &O) {
   return P;
 }
 
+namespace {
+/// The problem builder that measures an op: the ONEDNN field of the op
+/// registry (include/dp/IR/Ops.def).
+enum class DnnlOpKind : uint8_t {
+  None,
+  Conv,
+  Deconv,
+  MatMul,
+  Pooling,
+  Binary,
+  Softmax,
+  Normalization,
+  Reduction,
+  Recurrent,
+  Eltwise,
+};
+} // namespace
+
+static DnnlOpKind getDnnlOpKind(StringRef Type) {
+  static const StringMap<DnnlOpKind> Kinds = [] {
+    StringMap<DnnlOpKind> M;
+#define DNNL(PRIMITIVE) DnnlOpKind::PRIMITIVE
+#define NO_DNNL DnnlOpKind::None
+#define OP(NAME, COST, BACKWARD, ONEDNN, FEATURE, OPSET, RUNTIME)              \
+  M.try_emplace(NAME, ONEDNN);
+#include "dp/IR/Ops.def"
+#undef DNNL
+#undef NO_DNNL
+    return M;
+  }();
+  auto It = Kinds.find(Type);
+  return It == Kinds.end() ? DnnlOpKind::None : It->second;
+}
+
 /// The problems whose times add up to forward op \p O's.
 static Optional<std::vector<Problem>> getForwardProblems(const Graph &G,
                                                          const Op &O) {
   if (!O.Domain.empty() && O.Domain != "ai.onnx")
     return None;
   Optional<Problem> P;
-  StringRef T = O.Type;
-  if (T == "Conv")
+  switch (getDnnlOpKind(O.Type)) {
+  case DnnlOpKind::None:
+    return None;
+  case DnnlOpKind::Conv:
     P = getConvProblem(G, O, PrimKind::ConvFwd);
-  else if (T == "ConvTranspose")
+    break;
+  case DnnlOpKind::Deconv:
     P = getConvProblem(G, O, PrimKind::DeconvFwd);
-  else if (T == "MatMul" || T == "Gemm")
+    break;
+  case DnnlOpKind::MatMul:
     P = getMatMulProblem(G, O);
-  else if (T == "MaxPool" || T == "AveragePool" || T == "GlobalMaxPool" ||
-           T == "GlobalAveragePool")
+    break;
+  case DnnlOpKind::Pooling:
     P = getPoolingProblem(G, O);
-  else if (T == "Add" || T == "Sub" || T == "Mul" || T == "Div" || T == "Max" ||
-           T == "Min" || T == "Sum")
+    break;
+  case DnnlOpKind::Binary:
     P = getBinaryProblem(G, O);
-  else if (T == "Softmax" || T == "LogSoftmax")
+    break;
+  case DnnlOpKind::Softmax:
     P = getSoftmaxProblem(G, O);
-  else if (T == "LayerNormalization" || T == "BatchNormalization")
+    break;
+  case DnnlOpKind::Normalization:
     P = getNormProblem(G, O);
-  else if (T.startswith("Reduce"))
+    break;
+  case DnnlOpKind::Reduction:
     P = getReductionProblem(G, O);
-  else if (T == "LSTM" || T == "GRU" || T == "RNN")
+    break;
+  case DnnlOpKind::Recurrent:
     P = getRecurrentProblem(G, O);
-  else
+    break;
+  case DnnlOpKind::Eltwise:
     P = getEltwiseProblem(G, O);
+    break;
+  }
   if (!P)
     return None;
   // Every float operand and result must have the element type measured.
