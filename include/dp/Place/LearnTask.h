@@ -24,6 +24,12 @@ namespace dp {
 /// it.
 LearnTask buildLearnTask(const PlacementProblem &P);
 
+/// The op-kind feature of ops of type \p Type, in any domain: the FEATURE
+/// of its record in include/dp/IR/Ops.def (a backward op dp::<Type>Grad
+/// counts as its forward op), or the id of "other". The ids are part of the
+/// saved policies' input and never change.
+unsigned getOpFeatureId(llvm::StringRef Type);
+
 } // namespace dp
 
 #endif // DP_PLACE_LEARNTASK_H
