@@ -22,29 +22,41 @@ namespace dp {
 
 namespace {
 
-/// Ops added to the default domain after opset 17, with the opset that
-/// added them.
-const StringMap<int> &getNewOps() {
-  // GroupNormalization (18), Mish (18) and Gelu (20) are expanded into
-  // opset-17 ops before the adapter runs (expandNewOps).
-  static const StringMap<int> Ops = {
-      {"BitwiseAnd", 18},         {"BitwiseNot", 18},
-      {"BitwiseOr", 18},          {"BitwiseXor", 18},
-      {"CenterCropPad", 18},      {"Col2Im", 18},
-      {"OptionalGetElement", 18}, {"OptionalHasElement", 18},
-      {"DeformConv", 19},         {"AffineGrid", 20},
-      {"ImageDecoder", 20},       {"RegexFullMatch", 20},
-      {"StringConcat", 20},       {"StringSplit", 20},
-  };
-  return Ops;
+class Adapter;
+
+enum class OpsetChangeKind : uint8_t {
+  /// Read as it is.
+  Same,
+  /// Adapt undoes the changes from opset Since on.
+  Adapted,
+  /// Added in opset Since; expandNewOps expands it into opset-17 ops.
+  Expanded,
+  /// Added in opset Since, with no opset-17 form: an error.
+  Added,
+};
+
+/// How an op of opsets 18 to 21 is read as opset 17: the OPSET field of
+/// the op registry (include/dp/IR/Ops.def).
+struct OpsetChange {
+  OpsetChangeKind Kind = OpsetChangeKind::Same;
+  /// The Adapter member that rewrites a node of an Adapted op.
+  void (Adapter::*Adapt)(onnx::NodeProto &) = nullptr;
+  int Since = 0;
+};
+
+OpsetChange makeOpsetChange(OpsetChangeKind Kind,
+                            void (Adapter::*Adapt)(onnx::NodeProto &),
+                            int Since) {
+  OpsetChange C;
+  C.Kind = Kind;
+  C.Adapt = Adapt;
+  C.Since = Since;
+  return C;
 }
 
-/// The opset that added each op expandNewOps expands.
-const StringMap<int> &getExpandedOps() {
-  static const StringMap<int> Ops = {
-      {"GroupNormalization", 18}, {"Mish", 18}, {"Gelu", 20}};
-  return Ops;
-}
+/// The change of default-domain op \p Op in opset \p Opset: Same for ops
+/// the registry does not list and for changes of later opsets.
+OpsetChange getOpsetChange(StringRef Op, int Opset);
 
 bool isNewElementType(int64_t T) { return T >= 17 && T <= 22; }
 
@@ -58,6 +70,17 @@ public:
 
 private:
   void adaptNode(onnx::NodeProto &N);
+  // The adapters that the registry's ADAPTED(ADAPTER, SINCE) names.
+  friend OpsetChange getOpsetChange(StringRef Op, int Opset);
+  void adaptCast(onnx::NodeProto &N);
+  void adaptConstant(onnx::NodeProto &N);
+  void adaptReduceAxes(onnx::NodeProto &N);
+  void adaptSplit(onnx::NodeProto &N) { dropAttr(N, "num_outputs"); }
+  void adaptResize(onnx::NodeProto &N);
+  void adaptPad(onnx::NodeProto &N);
+  void adaptAveragePool(onnx::NodeProto &N);
+  void adaptLpPool(onnx::NodeProto &N) { dropIntIfDefault(N, "ceil_mode", 0); }
+  void adaptQuantize(onnx::NodeProto &N);
   void fail(const onnx::NodeProto &N, const Twine &Why) {
     Errs.add(makeNodeError(N.name(), N.op_type() + " of opset " +
                                          Twine(Opset) + ": " + Why +
@@ -104,6 +127,30 @@ private:
   ErrorList Errs;
 };
 
+OpsetChange getOpsetChange(StringRef Op, int Opset) {
+  static const StringMap<OpsetChange> Changes = [] {
+    StringMap<OpsetChange> M;
+#define OPSET_SAME OpsetChange()
+#define ADAPTED(ADAPTER, SINCE)                                                \
+  makeOpsetChange(OpsetChangeKind::Adapted, &Adapter::adapt##ADAPTER, SINCE)
+#define EXPANDED(SINCE)                                                        \
+  makeOpsetChange(OpsetChangeKind::Expanded, nullptr, SINCE)
+#define ADDED(SINCE) makeOpsetChange(OpsetChangeKind::Added, nullptr, SINCE)
+#define OP(NAME, COST, BACKWARD, ONEDNN, FEATURE, OPSET, RUNTIME)              \
+  M.try_emplace(NAME, OPSET);
+#include "dp/IR/Ops.def"
+#undef OPSET_SAME
+#undef ADAPTED
+#undef EXPANDED
+#undef ADDED
+    return M;
+  }();
+  auto It = Changes.find(Op);
+  if (It == Changes.end() || It->second.Since > Opset)
+    return OpsetChange();
+  return It->second;
+}
+
 void Adapter::collectConstants(const onnx::GraphProto &G) {
   for (const onnx::TensorProto &T : G.initializer()) {
     Optional<FoldValue> V = readTensorValue(T);
@@ -136,122 +183,115 @@ void Adapter::adaptGraph(onnx::GraphProto &G) {
 
 void Adapter::adaptNode(onnx::NodeProto &N) {
   const std::string &Op = N.op_type();
-  if (auto E = getExpandedOps().find(Op);
-      E != getExpandedOps().end() && E->second <= Opset) {
+  OpsetChange Change = getOpsetChange(Op, Opset);
+  switch (Change.Kind) {
+  case OpsetChangeKind::Same:
+    return;
+  case OpsetChangeKind::Expanded:
     // expandNewOps left it: it is malformed.
     fail(N, "it does not have the op's inputs, output and attributes");
     return;
-  }
-  auto New = getNewOps().find(Op);
-  if (New != getNewOps().end() && New->second <= Opset) {
-    Errs.add(makeNodeError(N.name(), Op + " (added in opset " +
-                                         Twine(New->second) +
-                                         ") has no opset-" +
-                                         Twine(MaxLibONNXOpset) +
-                                         " form in dp yet"));
+  case OpsetChangeKind::Added:
+    Errs.add(
+        makeNodeError(N.name(), Op + " (added in opset " + Twine(Change.Since) +
+                                    ") has no opset-" + Twine(MaxLibONNXOpset) +
+                                    " form in dp yet"));
+    return;
+  case OpsetChangeKind::Adapted:
+    (this->*Change.Adapt)(N);
     return;
   }
-  if (Op == "Cast" || Op == "CastLike") {
-    if (onnx::AttributeProto *To = attr(N, "to"); To && isNewElementType(To->i()))
-      fail(N, "it casts to element type " + Twine(To->i()) +
-                  " (a float8 or 4-bit type)");
-    dropAttr(N, "saturate");
-    return;
-  }
-  if (Op == "Constant") {
-    if (onnx::AttributeProto *V = attr(N, "value");
-        V && isNewElementType(V->t().data_type()))
-      fail(N, "its value has element type " + Twine(V->t().data_type()) +
-                  " (a float8 or 4-bit type)");
-    return;
-  }
-  static const StringRef Reductions[] = {
-      "ReduceL1",  "ReduceL2",  "ReduceLogSum", "ReduceLogSumExp", "ReduceMax",
-      "ReduceMean", "ReduceMin", "ReduceProd",   "ReduceSumSquare"};
-  if (Opset >= 18 && is_contained(Reductions, StringRef(Op))) {
-    bool HasAxes = N.input_size() > 1 && !N.input(1).empty();
-    std::vector<int64_t> Axes;
-    if (HasAxes) {
-      auto C = Constants.find(N.input(1));
-      if (C == Constants.end()) {
-        fail(N, "its axes are computed, not a constant");
-        return;
-      }
-      Axes = C->second;
-    }
-    bool Noop = false;
-    if (onnx::AttributeProto *A = attr(N, "noop_with_empty_axes"))
-      Noop = A->i();
-    dropAttr(N, "noop_with_empty_axes");
-    dropInput(N, 1);
-    if (Axes.empty() && Noop) {
-      // Reduces nothing: the input itself.
-      N.set_op_type("Identity");
-      N.clear_attribute();
+}
+
+void Adapter::adaptCast(onnx::NodeProto &N) {
+  if (onnx::AttributeProto *To = attr(N, "to"); To && isNewElementType(To->i()))
+    fail(N, "it casts to element type " + Twine(To->i()) +
+                " (a float8 or 4-bit type)");
+  dropAttr(N, "saturate");
+}
+
+void Adapter::adaptConstant(onnx::NodeProto &N) {
+  if (onnx::AttributeProto *V = attr(N, "value");
+      V && isNewElementType(V->t().data_type()))
+    fail(N, "its value has element type " + Twine(V->t().data_type()) +
+                " (a float8 or 4-bit type)");
+}
+
+void Adapter::adaptReduceAxes(onnx::NodeProto &N) {
+  bool HasAxes = N.input_size() > 1 && !N.input(1).empty();
+  std::vector<int64_t> Axes;
+  if (HasAxes) {
+    auto C = Constants.find(N.input(1));
+    if (C == Constants.end()) {
+      fail(N, "its axes are computed, not a constant");
       return;
     }
-    if (!Axes.empty()) {
-      onnx::AttributeProto *A = N.add_attribute();
-      A->set_name("axes");
-      A->set_type(onnx::AttributeProto::INTS);
-      for (int64_t X : Axes)
-        A->add_ints(X);
-    }
+    Axes = C->second;
+  }
+  bool Noop = false;
+  if (onnx::AttributeProto *A = attr(N, "noop_with_empty_axes"))
+    Noop = A->i();
+  dropAttr(N, "noop_with_empty_axes");
+  dropInput(N, 1);
+  if (Axes.empty() && Noop) {
+    // Reduces nothing: the input itself.
+    N.set_op_type("Identity");
+    N.clear_attribute();
     return;
   }
-  if (Op == "Split") {
-    dropAttr(N, "num_outputs");
-    return;
+  if (!Axes.empty()) {
+    onnx::AttributeProto *A = N.add_attribute();
+    A->set_name("axes");
+    A->set_type(onnx::AttributeProto::INTS);
+    for (int64_t X : Axes)
+      A->add_ints(X);
   }
-  if (Op == "Resize") {
-    dropAttr(N, "antialias");
-    if (onnx::AttributeProto *A = attr(N, "keep_aspect_ratio_policy")) {
-      if (A->s() != "stretch") {
-        fail(N, "keep_aspect_ratio_policy is '" + A->s() + "'");
-        return;
-      }
-      dropAttr(N, "keep_aspect_ratio_policy");
-    }
-    if (attr(N, "axes")) {
-      fail(N, "it resizes only some axes ('axes')");
+}
+
+void Adapter::adaptResize(onnx::NodeProto &N) {
+  dropAttr(N, "antialias");
+  if (onnx::AttributeProto *A = attr(N, "keep_aspect_ratio_policy")) {
+    if (A->s() != "stretch") {
+      fail(N, "keep_aspect_ratio_policy is '" + A->s() + "'");
       return;
     }
-    if (onnx::AttributeProto *A = attr(N, "coordinate_transformation_mode");
-        A && A->s() == "half_pixel_symmetric")
-      A->set_s("half_pixel");
+    dropAttr(N, "keep_aspect_ratio_policy");
+  }
+  if (attr(N, "axes")) {
+    fail(N, "it resizes only some axes ('axes')");
     return;
   }
-  if (Op == "Pad") {
-    if (N.input_size() > 3 && !N.input(3).empty()) {
-      auto C = Constants.find(N.input(3));
-      if (C == Constants.end() || !C->second.empty()) {
-        fail(N, "it pads only some axes ('axes')");
-        return;
-      }
-      dropInput(N, 3);
-    }
+  if (onnx::AttributeProto *A = attr(N, "coordinate_transformation_mode");
+      A && A->s() == "half_pixel_symmetric")
+    A->set_s("half_pixel");
+}
+
+void Adapter::adaptPad(onnx::NodeProto &N) {
+  if (N.input_size() <= 3 || N.input(3).empty())
+    return;
+  auto C = Constants.find(N.input(3));
+  if (C == Constants.end() || !C->second.empty()) {
+    fail(N, "it pads only some axes ('axes')");
     return;
   }
-  if (Op == "AveragePool") {
-    if (onnx::AttributeProto *A = attr(N, "dilations")) {
-      if (any_of(A->ints(), [](int64_t D) { return D != 1; })) {
-        fail(N, "it has dilations");
-        return;
-      }
-      dropAttr(N, "dilations");
-    }
+  dropInput(N, 3);
+}
+
+void Adapter::adaptAveragePool(onnx::NodeProto &N) {
+  onnx::AttributeProto *A = attr(N, "dilations");
+  if (!A)
+    return;
+  if (any_of(A->ints(), [](int64_t D) { return D != 1; })) {
+    fail(N, "it has dilations");
     return;
   }
-  if (Op == "LpPool") {
-    dropIntIfDefault(N, "ceil_mode", 0);
-    return;
-  }
-  if (Op == "QuantizeLinear" || Op == "DequantizeLinear") {
-    dropIntIfDefault(N, "output_dtype", 0);
-    dropIntIfDefault(N, "block_size", 0);
-    dropIntIfDefault(N, "saturate", 1);
-    return;
-  }
+  dropAttr(N, "dilations");
+}
+
+void Adapter::adaptQuantize(onnx::NodeProto &N) {
+  dropIntIfDefault(N, "output_dtype", 0);
+  dropIntIfDefault(N, "block_size", 0);
+  dropIntIfDefault(N, "saturate", 1);
 }
 
 //===----------------------------------------------------------------------===//
@@ -346,8 +386,8 @@ float getFloatAttr(const onnx::NodeProto &N, StringRef Name, float Default) {
 }
 
 /// Appends to \p Out the opset-17 form of \p N, an op of opset \p Opset
-/// that getExpandedOps lists. Returns false, with nothing appended, for a
-/// node that does not have the op's inputs and output.
+/// that the registry marks EXPANDED. Returns false, with nothing appended, for
+/// a node that does not have the op's inputs and output.
 bool expandNode(const onnx::NodeProto &N, int Opset, StringSet<> &Names,
                 std::vector<onnx::NodeProto> &Out) {
   const std::string &Op = N.op_type();
@@ -431,8 +471,7 @@ void collectNames(const onnx::GraphProto &G, StringSet<> &Names) {
 bool isExpanded(const onnx::NodeProto &N, int Opset) {
   if (!(N.domain().empty() || N.domain() == "ai.onnx"))
     return false;
-  auto It = getExpandedOps().find(N.op_type());
-  return It != getExpandedOps().end() && It->second <= Opset;
+  return getOpsetChange(N.op_type(), Opset).Kind == OpsetChangeKind::Expanded;
 }
 
 bool hasExpandedOps(const onnx::GraphProto &G, int Opset) {
