@@ -549,9 +549,7 @@ Error SimulatePass::run(Graph &G, PassContext &Ctx) {
       return E;
     // The file's devices replace those an earlier place or plan pass
     // chose: their step and their search describe another placement.
-    Ctx.Analyses.erase<StepSimulation>();
-    Ctx.Analyses.erase<PlacementSearch>();
-    Ctx.Analyses.erase<PlanSearch>();
+    Ctx.Analyses.invalidate(changes());
   }
   Expected<const StepSimulation *> Step = getStepSimulation(G, C, Ctx.Analyses);
   if (!Step)

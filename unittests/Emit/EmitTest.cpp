@@ -133,7 +133,7 @@ TEST(DeviceMap, OutermostModulesOnOneDevice) {
 struct RecordStep {
   std::vector<const StepSimulation *> *Seen;
   static llvm::StringRef name() { return "record-step"; }
-  static bool preservesAnalyses() { return true; }
+  static GraphChange changes() { return GraphChange::None; }
   llvm::Error run(Graph &, PassContext &Ctx) {
     Seen->push_back(Ctx.Analyses.get<StepSimulation>());
     return llvm::Error::success();

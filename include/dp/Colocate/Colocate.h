@@ -110,6 +110,8 @@ public:
   explicit ColocatePass(ColocateOptions Opts = {}) : Opts(std::move(Opts)) {}
 
   static llvm::StringRef name() { return "colocate"; }
+  /// It sets the ops' groups only.
+  static GraphChange changes() { return GraphChange::Groups; }
   llvm::Error run(Graph &G, PassContext &Ctx);
   void printPipeline(llvm::raw_ostream &OS) const {
     printColocatePipeline(OS, Opts);

@@ -69,6 +69,8 @@ public:
   explicit CostAnnotatePass(CostOptions Opts = {}) : Opts(std::move(Opts)) {}
 
   static llvm::StringRef name() { return "cost-annotate"; }
+  /// It sets the ops' costs only.
+  static GraphChange changes() { return GraphChange::Costs; }
   llvm::Error run(Graph &G, PassContext &Ctx);
   void printPipeline(llvm::raw_ostream &OS) const;
 

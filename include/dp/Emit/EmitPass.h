@@ -81,7 +81,7 @@ public:
   static llvm::StringRef name() { return "emit"; }
   llvm::Error run(Graph &G, PassContext &Ctx);
   /// It writes files and leaves the graph as it is.
-  static bool preservesAnalyses() { return true; }
+  static GraphChange changes() { return GraphChange::None; }
   void printPipeline(llvm::raw_ostream &OS) const;
 
   /// format=F+F..., out=PREFIX|DIR/, model=FILE, render=svg and F=FILE

@@ -19,11 +19,20 @@
 /// Passes hand results on through PassContext::Analyses (LLVM's analysis
 /// idea, not its machinery): a pass stores what it computed under the
 /// result type's key, later passes use it instead of computing it again.
-/// A pass may change the graph, which makes what was computed before it
-/// stale: after each pass, the manager drops the results that were there
-/// before the pass ran, unless the pass declares
-/// `static bool preservesAnalyses() { return true; }` (it changes nothing
-/// those results depend on). What the pass stored itself stays.
+/// A result type says what of the graph it was computed from
+/// (`static constexpr GraphChange DependsOn = ...`), and a pass says what
+/// it may change:
+///
+///   GraphChange changes() const { return GraphChange::Devices; }
+///
+/// (static or not: simulate changes devices only when given placement=).
+/// A pass that does not say may change anything. After each pass, the
+/// manager drops the results that were there before it ran and depend on
+/// what it may change; what the pass stored itself stays. A pass that
+/// changes something and then reads results (simulate{placement=})
+/// calls AnalysisCache::invalidate itself. With verification on
+/// (setVerifyEach), the manager also checks that a pass changed nothing
+/// it did not declare.
 ///
 /// A pass may also take settings from the driver for options the user did
 /// not give in the pipeline (dp-opt's -summary= is simulate{summary=}):
@@ -54,34 +63,100 @@ namespace dp {
 class Cluster;
 class Graph;
 
+/// The parts of a graph a pass may change and a result may depend on.
+/// Every op and graph annotation belongs to one part (getAnnotationPart),
+/// or to none: the figures simulate reports (step_time_s, lower_bound_s,
+/// oom) are outputs that nothing is computed from.
+enum class GraphChange : uint8_t {
+  None = 0,
+  /// The ops' `device` and the graph's `placer`.
+  Devices = 1 << 0,
+  /// What cost-annotate sets: the ops' `time.<type>`,
+  /// `time_shared.<type>`, `flops`, `output_bytes`, `persistent_bytes`,
+  /// `workspace_bytes`, `cost_source`, `cost_note`, and the graph's
+  /// `cluster`.
+  Costs = 1 << 1,
+  /// The ops' `group` and the graph's `groups`.
+  Groups = 1 << 2,
+  /// Everything else: ops, tensors, types, attributes, opsets, the plan
+  /// and every other annotation.
+  Structure = 1 << 3,
+  All = Devices | Costs | Groups | Structure,
+};
+
+// Set operations on the parts, constexpr (LLVM 14's bitmask enums' are
+// not) so that results can declare what they depend on.
+constexpr GraphChange operator|(GraphChange A, GraphChange B) {
+  return GraphChange(uint8_t(A) | uint8_t(B));
+}
+constexpr GraphChange operator&(GraphChange A, GraphChange B) {
+  return GraphChange(uint8_t(A) & uint8_t(B));
+}
+constexpr GraphChange operator~(GraphChange A) {
+  return GraphChange(~uint8_t(A) & uint8_t(GraphChange::All));
+}
+inline GraphChange &operator|=(GraphChange &A, GraphChange B) {
+  return A = A | B;
+}
+
+/// The part of the graph annotation (\p OnGraph) or op annotation named
+/// \p Name; GraphChange::None for the reported figures.
+GraphChange getAnnotationPart(llvm::StringRef Name, bool OnGraph);
+
+/// "devices, costs" (the parts \p C names, in enum order), "nothing" for
+/// None.
+std::string describeChange(GraphChange C);
+
+/// The parts of \p G: one text per GraphChange bit, to compare before and
+/// after a pass (what the verifier of declared changes does).
+struct GraphParts {
+  std::string Devices, Costs, Groups, Structure;
+  static GraphParts of(const Graph &G);
+  /// The parts that differ between *this and \p Other.
+  GraphChange differences(const GraphParts &Other) const;
+};
+
 /// What a pipeline run knows besides the graph.
 /// Results passes computed, by the key of their type: a type T stored here
-/// has `static constexpr llvm::StringLiteral AnalysisKey = "...";`.
+/// has `static constexpr llvm::StringLiteral AnalysisKey = "...";` and
+/// `static constexpr GraphChange DependsOn = ...;`.
 class AnalysisCache {
 public:
   /// The stored T, or null.
   template <typename T> T *get() const {
     auto It = Results.find(T::AnalysisKey);
-    return It == Results.end() ? nullptr : static_cast<T *>(It->second.get());
+    return It == Results.end() ? nullptr
+                               : static_cast<T *>(It->second.Value.get());
   }
   /// Stores \p Value, replacing any T stored.
   template <typename T> T &set(T Value) {
+    static_assert(std::is_same<decltype(T::DependsOn), const GraphChange>::value,
+                  "a result says what it depends on");
     auto Stored = std::make_shared<T>(std::move(Value));
     T &Ref = *Stored;
-    Results[T::AnalysisKey] = std::move(Stored);
+    Results[T::AnalysisKey] = {std::move(Stored), T::DependsOn};
     return Ref;
   }
   template <typename T> void erase() { Results.erase(T::AnalysisKey); }
   bool empty() const { return Results.empty(); }
 
+  /// Drops every result that depends on what \p Changed names.
+  void invalidate(GraphChange Changed);
+
   /// What is stored now, to drop() after a pass that changed the graph.
   std::vector<std::pair<std::string, const void *>> snapshot() const;
-  /// Drops the results of \p Before that are still stored (a pass that
-  /// stored a result again replaced it, and keeps it).
-  void drop(const std::vector<std::pair<std::string, const void *>> &Before);
+  /// Drops the results of \p Before that are still stored and depend on
+  /// what \p Changed names (a pass that stored a result again replaced it,
+  /// and keeps it).
+  void drop(const std::vector<std::pair<std::string, const void *>> &Before,
+            GraphChange Changed = GraphChange::All);
 
 private:
-  llvm::StringMap<std::shared_ptr<void>> Results;
+  struct Entry {
+    std::shared_ptr<void> Value;
+    GraphChange DependsOn = GraphChange::All;
+  };
+  llvm::StringMap<Entry> Results;
 };
 
 struct PassContext {
@@ -113,7 +188,7 @@ struct PassConcept {
   virtual llvm::Error run(Graph &G, PassContext &Ctx) = 0;
   virtual void printPipeline(llvm::raw_ostream &OS) const = 0;
   virtual bool setDriverOption(llvm::StringRef Key, llvm::StringRef Value) = 0;
-  virtual bool preservesAnalyses() const = 0;
+  virtual GraphChange changes() const = 0;
 };
 
 template <typename T, typename = void>
@@ -135,9 +210,9 @@ struct HasSetDriverOption<
     : std::true_type {};
 
 template <typename T, typename = void>
-struct HasPreservesAnalyses : std::false_type {};
+struct HasChanges : std::false_type {};
 template <typename T>
-struct HasPreservesAnalyses<T, std::void_t<decltype(T::preservesAnalyses())>>
+struct HasChanges<T, std::void_t<decltype(std::declval<const T &>().changes())>>
     : std::true_type {};
 
 template <typename PassT> struct PassModel final : PassConcept {
@@ -158,11 +233,11 @@ template <typename PassT> struct PassModel final : PassConcept {
     else
       return false;
   }
-  bool preservesAnalyses() const override {
-    if constexpr (HasPreservesAnalyses<PassT>::value)
-      return PassT::preservesAnalyses();
+  GraphChange changes() const override {
+    if constexpr (HasChanges<PassT>::value)
+      return Pass.changes();
     else
-      return false;
+      return GraphChange::All;
   }
   PassT Pass;
 };
@@ -178,18 +253,22 @@ public:
   bool empty() const { return Passes.empty(); }
   size_t size() const { return Passes.size(); }
   llvm::StringRef getPassName(size_t I) const { return Passes[I]->name(); }
+  /// What pass \p I declares it may change.
+  GraphChange getPassChanges(size_t I) const { return Passes[I]->changes(); }
 
   /// Gives every pass that takes driver option \p Key (see the file
   /// comment) the value \p Value; returns whether one took it.
   bool setDriverOption(llvm::StringRef Key, llvm::StringRef Value);
 
-  /// Runs the verifier after every pass.
+  /// Runs the verifier after every pass, and checks that the pass changed
+  /// only what it declares (changes()).
   void setVerifyEach(bool V) { VerifyEach = V; }
   /// Times each pass in \p TG (null: no timing). \p TG must outlive run().
   void setTimerGroup(llvm::TimerGroup *TG) { Timers = TG; }
 
   /// Runs the passes in order and stops at the first that fails. An error
-  /// of the verifier after a pass says which pass it followed.
+  /// of the verifier after a pass says which pass it followed; so does a
+  /// change the pass did not declare.
   llvm::Error run(Graph &G, PassContext &Ctx);
 
   /// Writes the pipeline in the syntax PassBuilder parses: "a,b{k=v}".

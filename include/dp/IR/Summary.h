@@ -38,7 +38,7 @@ std::string describeFoldedBatchNorm(const Graph &G);
 class SummaryPass {
 public:
   static llvm::StringRef name() { return "print-summary"; }
-  static bool preservesAnalyses() { return true; }
+  static GraphChange changes() { return GraphChange::None; }
   llvm::Error run(Graph &G, PassContext &Ctx);
 };
 

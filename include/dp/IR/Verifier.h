@@ -26,7 +26,7 @@ llvm::Error verifyGraph(const Graph &G);
 class VerifierPass {
 public:
   static llvm::StringRef name() { return "verify"; }
-  static bool preservesAnalyses() { return true; }
+  static GraphChange changes() { return GraphChange::None; }
   llvm::Error run(Graph &G, PassContext &Ctx) { return verifyGraph(G); }
 };
 

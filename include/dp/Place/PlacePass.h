@@ -34,6 +34,8 @@ public:
   explicit PlacePass(PlaceOptions Opts = {}) : Opts(std::move(Opts)) {}
 
   static llvm::StringRef name() { return "place"; }
+  /// It sets the ops' devices only.
+  static GraphChange changes() { return GraphChange::Devices; }
   llvm::Error run(Graph &G, PassContext &Ctx);
   void printPipeline(llvm::raw_ostream &OS) const;
   /// curve (dp-opt -curve=), when the pipeline does not give it.

@@ -47,9 +47,11 @@ public:
   explicit SimulatePass(SimulateOptions Opts) : Opts(std::move(Opts)) {}
   static llvm::StringRef name() { return "simulate"; }
   llvm::Error run(Graph &G, PassContext &Ctx);
-  /// It adds only the step's figures to the graph's annotations (a
-  /// placement= replaces the devices, and drops the step simulated before).
-  static bool preservesAnalyses() { return true; }
+  /// It adds only the step's figures to the graph's annotations, which no
+  /// part of the graph holds; a placement= replaces the devices.
+  GraphChange changes() const {
+    return Opts.Placement.empty() ? GraphChange::None : GraphChange::Devices;
+  }
   void printPipeline(llvm::raw_ostream &OS) const;
   /// summary, trace and placement, when the pipeline does not give them.
   bool setDriverOption(llvm::StringRef Key, llvm::StringRef Value);

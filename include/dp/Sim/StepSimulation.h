@@ -33,6 +33,9 @@ namespace dp {
 /// the seed.
 struct PlacementSearch {
   static constexpr llvm::StringLiteral AnalysisKey = "placement-search";
+  /// It describes the search for the devices of this graph.
+  static constexpr GraphChange DependsOn =
+      GraphChange::Devices | GraphChange::Structure;
   double Seconds = 0;
   uint64_t Scored = 0;
 };
@@ -61,6 +64,9 @@ struct PlanCandidate {
 /// kind (and those that did not fit, with why).
 struct PlanSearch {
   static constexpr llvm::StringLiteral AnalysisKey = "plan-search";
+  /// It describes the search for this graph's plan and devices.
+  static constexpr GraphChange DependsOn =
+      GraphChange::Devices | GraphChange::Structure;
   double Seconds = 0;
   int64_t GlobalBatch = 0;
   unsigned Tried = 0;
@@ -71,6 +77,10 @@ struct PlanSearch {
 /// cluster with its timeline recorded.
 struct StepSimulation {
   static constexpr llvm::StringLiteral AnalysisKey = "step-simulation";
+  /// Simulated from the graph, its costs and its devices; the groups do
+  /// not matter.
+  static constexpr GraphChange DependsOn =
+      GraphChange::Devices | GraphChange::Costs | GraphChange::Structure;
   const Cluster *C = nullptr;
   SimGraph SG;
   /// The device of every op.

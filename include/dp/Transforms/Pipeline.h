@@ -49,6 +49,8 @@ class PipelinePass {
 public:
   explicit PipelinePass(PipelineOptions Opts = {}) : Opts(std::move(Opts)) {}
   static llvm::StringRef name() { return "pipeline"; }
+  /// The plan is the graph's structure (its annotations).
+  static GraphChange changes() { return GraphChange::Structure; }
   /// Records the plan. Fails when the graph was not imported for the same
   /// micro-batch and replica counts, or already has a plan.
   llvm::Error run(Graph &G, PassContext &Ctx);
