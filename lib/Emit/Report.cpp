@@ -111,45 +111,25 @@ static void openChart(HTMLWriter &H, StringRef Class, double Height,
   H.text(Title) << "</title>\n";
 }
 
-static void writeTimeline(HTMLWriter &H, const PlacedStep &S) {
-  const Graph &G = *S.G;
-  const Cluster &C = *S.C;
-  const SimResult &R = S.Result;
-  unsigned D = C.getNumDevices();
-  constexpr double LaneHeight = 22, Top = 24;
-  // Room for the last tick's label ("1.250 ms"), which starts at its tick.
-  constexpr double RightMargin = 64;
-  double Step = R.StepTime > 0 ? R.StepTime : 1;
-  double Scale = PlotWidth / Step;
-  double MinGap = 0.5 / Scale;
+namespace {
+/// The timeline's lanes, one a device or a link direction, as they are
+/// drawn: a label left of the plot, bars in it.
+struct TimelineLanes {
+  static constexpr double LaneHeight = 22, Top = 24;
+  HTMLWriter &H;
+  /// Pixels per second, and the gap below which bars merge.
+  double Scale, MinGap;
 
-  // Lanes: every device, then every link direction that carried data.
-  std::vector<unsigned> Channels;
-  for (unsigned Ch = 0, E = C.getNumChannels(); Ch != E; ++Ch)
-    if (R.ChannelBytes[Ch])
-      Channels.push_back(Ch);
-  unsigned Lanes = D + Channels.size();
-  double Height = Top + Lanes * LaneHeight + 8;
-  openChart(H, "timeline", Height, RightMargin, "simulated step timeline");
-  // Axis with round ticks.
-  double Tick = getTickStep(Step, 8);
-  for (double T = 0; T <= Step * (1 + 1e-9); T += Tick) {
-    double X = LabelWidth + T * Scale;
-    H.raw() << formatv("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" "
-                       "class=\"grid\"/>\n",
-                       X, Top - 4, Height - 8);
-    H.raw() << formatv("<text x=\"{0}\" y=\"{1}\" class=\"tick\">", X, Top - 8);
-    H.text(T == 0 ? "0" : formatSeconds(T)) << "</text>\n";
-  }
-  auto LaneLabel = [&](unsigned Lane, StringRef Label) {
+  void label(unsigned Lane, StringRef Label) {
     H.raw() << formatv("<text x=\"4\" y=\"{0}\" class=\"lane\">",
                        Top + Lane * LaneHeight + LaneHeight * 0.68);
     H.text(Label) << "</text>\n";
-  };
-  auto DrawBars = [&](unsigned Lane, ArrayRef<Bar> Bars, StringRef Fill,
-                      StringRef Class,
-                      function_ref<std::string(const Bar &)> Title) {
-    for (const Bar &B : Bars) {
+  }
+  /// Draws the spans \p Items of \p Spans in \p Lane, merged into bars.
+  void bars(unsigned Lane, ArrayRef<std::pair<double, double>> Spans,
+            ArrayRef<uint32_t> Items, StringRef Fill, StringRef Class,
+            function_ref<std::string(const Bar &)> Title) {
+    for (const Bar &B : makeBars(Spans, Items, MinGap)) {
       double X = LabelWidth + B.Start * Scale;
       double W = std::max((B.End - B.Start) * Scale, 0.5);
       H.raw() << formatv("<rect x=\"{0:F2}\" y=\"{1}\" width=\"{2:F2}\" "
@@ -158,10 +138,17 @@ static void writeTimeline(HTMLWriter &H, const PlacedStep &S) {
                          Fill, Class);
       H.text(Title(B)) << "</title></rect>\n";
     }
-  };
+  }
+};
+} // namespace
 
-  // Op instances per device, by start time (without a pipeline plan an
-  // instance is an op).
+/// The devices' lanes: their op instances by start time (without a
+/// pipeline plan an instance is an op).
+static void writeDeviceLanes(TimelineLanes &L, const PlacedStep &S) {
+  const Graph &G = *S.G;
+  const Cluster &C = *S.C;
+  const SimResult &R = S.Result;
+  unsigned D = C.getNumDevices();
   uint32_t NumInstances = R.Ops.size();
   std::vector<std::pair<double, double>> OpSpans(NumInstances);
   std::vector<std::vector<uint32_t>> ByDevice(D);
@@ -174,8 +161,8 @@ static void writeTimeline(HTMLWriter &H, const PlacedStep &S) {
     return R.InstanceMicroBatch.empty() ? 0u : R.InstanceMicroBatch[I];
   };
   for (unsigned Dev = 0; Dev != D; ++Dev) {
-    LaneLabel(Dev, C.getDevices()[Dev].Name + " (" + C.getDeviceType(Dev).Name +
-                       ")");
+    L.label(Dev,
+            C.getDevices()[Dev].Name + " (" + C.getDeviceType(Dev).Name + ")");
     std::vector<uint32_t> &Ops = ByDevice[Dev];
     llvm::stable_sort(Ops, [&](uint32_t A, uint32_t B) {
       return OpSpans[A].first < OpSpans[B].first;
@@ -193,28 +180,34 @@ static void writeTimeline(HTMLWriter &H, const PlacedStep &S) {
     for (unsigned K = 0; K != Sets.size(); ++K) {
       bool Bwd = K % 2;
       unsigned MB = K / 2;
-      DrawBars(Dev, makeBars(OpSpans, Sets[K], MinGap),
-               getDeviceColor(S.Plan ? MB : Dev), Bwd ? "bar bwd" : "bar",
-               [&](const Bar &B) {
-                 OpId O = R.getOp(B.First);
-                 const Op &Node = G.getOp(O);
-                 StringRef Name =
-                     Node.SourceName.empty() ? Node.Name : Node.SourceName;
-                 std::string Where =
-                     S.Plan ? (", micro-batch " + Twine(MB)).str() : "";
-                 if (B.Count == 1)
-                   return (Name + " (" + G.getQualifiedType(O) + Where +
-                           "): " + formatSeconds(B.End - B.Start) + " from " +
-                           formatSeconds(B.Start))
-                       .str();
-                 return (Twine(B.Count) + " ops from " + Name + Where + ", " +
-                         formatSeconds(B.Start) + " to " + formatSeconds(B.End))
+      L.bars(Dev, OpSpans, Sets[K], getDeviceColor(S.Plan ? MB : Dev),
+             Bwd ? "bar bwd" : "bar", [&](const Bar &B) {
+               OpId O = R.getOp(B.First);
+               const Op &Node = G.getOp(O);
+               StringRef Name =
+                   Node.SourceName.empty() ? Node.Name : Node.SourceName;
+               std::string Where =
+                   S.Plan ? (", micro-batch " + Twine(MB)).str() : "";
+               if (B.Count == 1)
+                 return (Name + " (" + G.getQualifiedType(O) + Where +
+                         "): " + formatSeconds(B.End - B.Start) + " from " +
+                         formatSeconds(B.Start))
                      .str();
-               });
+               return (Twine(B.Count) + " ops from " + Name + Where + ", " +
+                       formatSeconds(B.Start) + " to " + formatSeconds(B.End))
+                   .str();
+             });
     }
   }
+}
 
-  // Transfers per link direction.
+/// The lanes of \p Channels, after the devices': the transfers on each.
+static void writeLinkLanes(TimelineLanes &L, const PlacedStep &S,
+                           ArrayRef<unsigned> Channels) {
+  const Graph &G = *S.G;
+  const Cluster &C = *S.C;
+  const SimResult &R = S.Result;
+  unsigned D = C.getNumDevices();
   std::vector<std::pair<double, double>> XferSpans;
   std::vector<std::vector<uint32_t>> ByChannel(C.getNumChannels());
   for (uint32_t I = 0, E = R.Transfers.size(); I != E; ++I) {
@@ -223,29 +216,61 @@ static void writeTimeline(HTMLWriter &H, const PlacedStep &S) {
     for (unsigned Ch : C.getRoute(T.Src, T.Dst))
       ByChannel[Ch].push_back(I);
   }
-  for (unsigned L = 0, E = Channels.size(); L != E; ++L) {
-    unsigned Ch = Channels[L];
-    LaneLabel(D + L, getChannelName(C, Ch));
+  for (unsigned Lane = 0, E = Channels.size(); Lane != E; ++Lane) {
+    unsigned Ch = Channels[Lane];
+    L.label(D + Lane, getChannelName(C, Ch));
     std::vector<uint32_t> &Xfers = ByChannel[Ch];
     llvm::stable_sort(Xfers, [&](uint32_t A, uint32_t B) {
       return XferSpans[A].first < XferSpans[B].first;
     });
-    DrawBars(D + L, makeBars(XferSpans, Xfers, MinGap), "#9e9e9e", "bar",
-             [&](const Bar &B) {
-               const TransferRecord &T = R.Transfers[B.First];
-               const Tensor &Tn = G.getTensor(R.getTensor(T.Tensor));
-               if (B.Count == 1)
-                 return (Tn.Name + ": " +
-                         formatBytes(Tn.Type.getSizeInBytes().getValueOr(0)) +
-                         " " + C.getDevices()[T.Src].Name + " -> " +
-                         C.getDevices()[T.Dst].Name + ", " +
-                         formatSeconds(B.End - B.Start))
-                     .str();
-               return (Twine(B.Count) + " transfers from " + Tn.Name + ", " +
-                       formatSeconds(B.Start) + " to " + formatSeconds(B.End))
-                   .str();
-             });
+    L.bars(D + Lane, XferSpans, Xfers, "#9e9e9e", "bar", [&](const Bar &B) {
+      const TransferRecord &T = R.Transfers[B.First];
+      const Tensor &Tn = G.getTensor(R.getTensor(T.Tensor));
+      if (B.Count == 1)
+        return (Tn.Name + ": " +
+                formatBytes(Tn.Type.getSizeInBytes().getValueOr(0)) + " " +
+                C.getDevices()[T.Src].Name + " -> " +
+                C.getDevices()[T.Dst].Name + ", " +
+                formatSeconds(B.End - B.Start))
+            .str();
+      return (Twine(B.Count) + " transfers from " + Tn.Name + ", " +
+              formatSeconds(B.Start) + " to " + formatSeconds(B.End))
+          .str();
+    });
   }
+}
+
+static void writeTimeline(HTMLWriter &H, const PlacedStep &S) {
+  const Cluster &C = *S.C;
+  const SimResult &R = S.Result;
+  constexpr double LaneHeight = TimelineLanes::LaneHeight,
+                   Top = TimelineLanes::Top;
+  // Room for the last tick's label ("1.250 ms"), which starts at its tick.
+  constexpr double RightMargin = 64;
+  double Step = R.StepTime > 0 ? R.StepTime : 1;
+  double Scale = PlotWidth / Step;
+
+  // Lanes: every device, then every link direction that carried data.
+  std::vector<unsigned> Channels;
+  for (unsigned Ch = 0, E = C.getNumChannels(); Ch != E; ++Ch)
+    if (R.ChannelBytes[Ch])
+      Channels.push_back(Ch);
+  unsigned Lanes = C.getNumDevices() + Channels.size();
+  double Height = Top + Lanes * LaneHeight + 8;
+  openChart(H, "timeline", Height, RightMargin, "simulated step timeline");
+  // Axis with round ticks.
+  double Tick = getTickStep(Step, 8);
+  for (double T = 0; T <= Step * (1 + 1e-9); T += Tick) {
+    double X = LabelWidth + T * Scale;
+    H.raw() << formatv("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" "
+                       "class=\"grid\"/>\n",
+                       X, Top - 4, Height - 8);
+    H.raw() << formatv("<text x=\"{0}\" y=\"{1}\" class=\"tick\">", X, Top - 8);
+    H.text(T == 0 ? "0" : formatSeconds(T)) << "</text>\n";
+  }
+  TimelineLanes L{H, Scale, 0.5 / Scale};
+  writeDeviceLanes(L, S);
+  writeLinkLanes(L, S, Channels);
   H << "</svg>\n";
 }
 

@@ -79,6 +79,16 @@ private:
                               .count();
   }
   void progress(const PlanCandidate &P) const;
+  /// The configurations to try, in order: data parallel (one device per
+  /// replica), then pipelines and hybrids.
+  void enumerate(std::vector<Config> &Parallel,
+                 std::vector<Config> &Pipelined) const;
+  /// Why no plan fits: the error naming the plan with the most devices and
+  /// micro-batches per replica (the flat one's when there is none).
+  Error explainNoFit() const;
+  /// The chosen plan first, then the fastest of each other kind (or,
+  /// where none fits, the first tried, with why).
+  std::vector<PlanCandidate> getReported() const;
 
   const PlanOptions &Opts;
   PassContext &Ctx;
@@ -306,15 +316,9 @@ void PlanSearcher::consider(PlanCandidate P, std::vector<uint32_t> &Placement,
   All.push_back(std::move(P));
 }
 
-Error PlanSearcher::run(Graph &G) {
-  for (unsigned D : getComputeDevices(C))
-    Devs.push_back(D);
-  Batch = getGlobalBatch(G, Opts.Prefix);
+void PlanSearcher::enumerate(std::vector<Config> &Parallel,
+                             std::vector<Config> &Pipelined) const {
   unsigned N = Devs.size();
-
-  // The configurations, in the order they are tried.
-  std::vector<Config> Pipelined;
-  std::vector<Config> Parallel;
   auto Divides = [&](unsigned K) { return !Batch || Batch % K == 0; };
   for (unsigned R = 1; R <= N; ++R) {
     if (N % R || !Divides(R))
@@ -333,6 +337,50 @@ Error PlanSearcher::run(Graph &G) {
         if (Divides(R * M))
           Pipelined.push_back({R, Stride, M});
   }
+}
+
+Error PlanSearcher::explainNoFit() const {
+  std::string Why;
+  unsigned Most = 0;
+  for (const PlanCandidate &P : All)
+    if (P.Replicas == 1 && !P.Note.empty() &&
+        (Why.empty() || (P.Kind != "op placement" && P.MicroBatches > Most))) {
+      Why = describe(P) + ": " + P.Note;
+      Most = P.Kind == "op placement" ? 0 : P.MicroBatches;
+    }
+  return makeError("plan: no plan fits on '" + C.getName() + "' (" +
+                   Twine(All.size()) + " tried; " +
+                   (Why.empty() ? "none could be placed" : Why) + ")");
+}
+
+std::vector<PlanCandidate> PlanSearcher::getReported() const {
+  std::vector<PlanCandidate> Plans{All[Best]};
+  for (StringRef Kind :
+       {"data parallel", "pipeline", "hybrid", "op placement", "one device"}) {
+    if (All[Best].Kind == Kind)
+      continue;
+    int K = -1;
+    for (unsigned I = 0; I != All.size(); ++I)
+      if (All[I].Kind == Kind &&
+          (K < 0 || (All[I].Fits &&
+                     (!All[K].Fits || All[I].StepTime < All[K].StepTime))))
+        K = I;
+    if (K >= 0)
+      Plans.push_back(All[K]);
+  }
+  return Plans;
+}
+
+Error PlanSearcher::run(Graph &G) {
+  for (unsigned D : getComputeDevices(C))
+    Devs.push_back(D);
+  Batch = getGlobalBatch(G, Opts.Prefix);
+  auto Divides = [&](unsigned K) { return !Batch || Batch % K == 0; };
+
+  // The configurations, in the order they are tried.
+  std::vector<Config> Pipelined;
+  std::vector<Config> Parallel;
+  enumerate(Parallel, Pipelined);
   bool HasFlat = !Opts.Flat.empty() && Opts.Flat != "none";
   unsigned Left = Parallel.size() + Pipelined.size();
   double FlatShare = HasFlat ? Opts.Seconds / 4 : 0;
@@ -380,38 +428,9 @@ Error PlanSearcher::run(Graph &G) {
   Search.GlobalBatch = Batch;
   Search.Tried = Tried;
   Search.Seconds = Opts.Seconds - secondsLeft();
-  if (Best < 0) {
-    // Why the plan with the most devices and micro-batches per replica
-    // failed (the flat one's when there is none).
-    std::string Why;
-    unsigned Most = 0;
-    for (const PlanCandidate &P : All)
-      if (P.Replicas == 1 && !P.Note.empty() &&
-          (Why.empty() ||
-           (P.Kind != "op placement" && P.MicroBatches > Most))) {
-        Why = describe(P) + ": " + P.Note;
-        Most = P.Kind == "op placement" ? 0 : P.MicroBatches;
-      }
-    return makeError("plan: no plan fits on '" + C.getName() + "' (" +
-                     Twine(All.size()) + " tried; " +
-                     (Why.empty() ? "none could be placed" : Why) + ")");
-  }
-  // The chosen plan first, then the fastest of each other kind (or, where
-  // none fits, the first tried, with why).
-  Search.Plans.push_back(All[Best]);
-  for (StringRef Kind :
-       {"data parallel", "pipeline", "hybrid", "op placement", "one device"}) {
-    if (All[Best].Kind == Kind)
-      continue;
-    int K = -1;
-    for (unsigned I = 0; I != All.size(); ++I)
-      if (All[I].Kind == Kind &&
-          (K < 0 || (All[I].Fits &&
-                     (!All[K].Fits || All[I].StepTime < All[K].StepTime))))
-        K = I;
-    if (K >= 0)
-      Search.Plans.push_back(All[K]);
-  }
+  if (Best < 0)
+    return explainNoFit();
+  Search.Plans = getReported();
 
   // The chosen plan's graph, placed.
   if (!BestFlat) {

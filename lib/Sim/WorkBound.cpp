@@ -48,22 +48,27 @@ struct OpClass {
   uint64_t FitsMask = 0; ///< bit k: one op fits type k
   double Count = 0;
 };
+
+/// Each device type's devices, its rate (devices less what its shared
+/// groups lose to contention) and a representative device (~0u: none).
+struct TypeRates {
+  std::vector<double> Count, Rate;
+  std::vector<unsigned> Rep;
+};
 } // namespace
 
-double computeHeterogeneousWorkBound(const SimGraph &G) {
+static TypeRates getTypeRates(const SimGraph &G) {
   const Cluster &C = G.getCluster();
-  unsigned NumTypes = C.getTypes().size(), D = G.getNumDevices();
-  if (!D || !G.getNumOps() || NumTypes > 64)
-    return 0;
-  // Devices, a representative and the rate of each type.
-  std::vector<double> Count(NumTypes, 0), Rate(NumTypes, 0);
-  std::vector<unsigned> Rep(NumTypes, ~0u);
-  for (unsigned Dev = 0; Dev != D; ++Dev) {
+  unsigned NumTypes = C.getTypes().size();
+  TypeRates T{std::vector<double>(NumTypes, 0),
+              std::vector<double>(NumTypes, 0),
+              std::vector<unsigned>(NumTypes, ~0u)};
+  for (unsigned Dev = 0, D = G.getNumDevices(); Dev != D; ++Dev) {
     unsigned K = C.getDevices()[Dev].Type;
-    Count[K] += 1;
-    Rate[K] += 1;
-    if (Rep[K] == ~0u)
-      Rep[K] = Dev;
+    T.Count[K] += 1;
+    T.Rate[K] += 1;
+    if (T.Rep[K] == ~0u)
+      T.Rep[K] = Dev;
   }
   for (unsigned GrpIdx = 0, E = C.getSharedGroups().size(); GrpIdx != E;
        ++GrpIdx) {
@@ -75,23 +80,20 @@ double computeHeterogeneousWorkBound(const SimGraph &G) {
     // A group over several types constrains no single type: leaving it
     // out only weakens the bound.
     if (OneType)
-      Rate[K] -= Grp.Devices.size() - G.getGroupCapacity(GrpIdx);
+      T.Rate[K] -= Grp.Devices.size() - G.getGroupCapacity(GrpIdx);
   }
+  return T;
+}
 
-  // What each op keeps on its device (its home tensors included) and
-  // what it needs there while it runs.
-  unsigned NumOps = G.getNumOps();
-  std::vector<uint64_t> Persistent = getResidentBytes(G), Running(NumOps, 0);
-  for (uint32_t Op = 0; Op != NumOps; ++Op) {
-    uint64_t Bytes = G.OpPersistent[Op] + G.OpWorkspace[Op];
-    for (unsigned I = G.OpInputsBegin[Op]; I != G.OpInputsBegin[Op + 1]; ++I)
-      Bytes += G.TensorBytes[G.OpInputs[I]];
-    for (unsigned I = G.OpResultsBegin[Op]; I != G.OpResultsBegin[Op + 1]; ++I)
-      Bytes += G.TensorBytes[G.OpResults[I]];
-    Running[Op] = Bytes;
-  }
-
-  // Classes of ops with equal times, home bytes and fit.
+/// The classes of ops with equal times, home bytes and fit; none when an
+/// op fits no type (no placement fits: nothing to bound).
+/// \p Running is what each op needs on its device while it runs.
+static std::vector<OpClass> getOpClasses(const SimGraph &G, const TypeRates &T,
+                                         ArrayRef<uint64_t> Running) {
+  const Cluster &C = G.getCluster();
+  unsigned NumTypes = C.getTypes().size(), NumOps = G.getNumOps();
+  // What each op keeps on its device (its home tensors included).
+  std::vector<uint64_t> Persistent = getResidentBytes(G);
   std::vector<OpClass> Classes;
   std::map<std::pair<std::vector<double>, std::pair<uint64_t, uint64_t>>,
            unsigned>
@@ -100,22 +102,30 @@ double computeHeterogeneousWorkBound(const SimGraph &G) {
     std::vector<double> Time(NumTypes);
     uint64_t Fits = 0;
     for (unsigned K = 0; K != NumTypes; ++K) {
-      if (Rep[K] == ~0u)
+      if (T.Rep[K] == ~0u)
         continue; // a type without devices takes no op
-      Time[K] = G.getTime(Op, Rep[K]);
+      Time[K] = G.getTime(Op, T.Rep[K]);
       if (Running[Op] <= C.getTypes()[K].MemoryBytes &&
           Persistent[Op] <= C.getTypes()[K].MemoryBytes)
         Fits |= uint64_t(1) << K;
     }
     if (!Fits)
-      return 0; // no placement fits: nothing to bound
+      return {};
     auto [It, New] = ClassOf.try_emplace({Time, {Persistent[Op], Fits}},
                                          unsigned(Classes.size()));
     if (New)
       Classes.push_back({std::move(Time), Persistent[Op], Fits, 0});
     Classes[It->second].Count += 1;
   }
+  return Classes;
+}
 
+/// The linear program of the file comment over \p Classes, solved: T in
+/// seconds, or 0 when it has no solution or its numbers are out of range.
+static double solveWorkProgram(const Cluster &C, const TypeRates &T,
+                               const std::vector<OpClass> &Classes,
+                               unsigned NumOps) {
+  unsigned NumTypes = C.getTypes().size();
   // Columns: y[c][k] for the types class c fits, then T (last).
   GLPKProblem Prob;
   glp_prob *LP = Prob.get();
@@ -163,20 +173,20 @@ double computeHeterogeneousWorkBound(const SimGraph &G) {
         Add(Row, Col[Cl][K], 1.0);
   }
   for (unsigned K = 0; K != NumTypes; ++K) {
-    if (!Count[K])
+    if (!T.Count[K])
       continue;
     int Row = glp_add_rows(LP, 1);
     glp_set_row_bnds(LP, Row, GLP_UP, 0.0, 0.0);
     for (size_t Cl = 0; Cl != Classes.size(); ++Cl)
       if (Col[Cl][K] && Classes[Cl].Time[K] > 0)
         Add(Row, Col[Cl][K], Classes[Cl].Time[K] / Scale);
-    Add(Row, TCol, -Rate[K]);
+    Add(Row, TCol, -T.Rate[K]);
     // Memory, in units of the type's capacity.
     double Capacity = double(C.getTypes()[K].MemoryBytes);
     if (Capacity <= 0)
       continue;
     int MemRow = glp_add_rows(LP, 1);
-    glp_set_row_bnds(LP, MemRow, GLP_UP, 0.0, Count[K]);
+    glp_set_row_bnds(LP, MemRow, GLP_UP, 0.0, T.Count[K]);
     for (size_t Cl = 0; Cl != Classes.size(); ++Cl)
       if (Col[Cl][K] && Classes[Cl].Persistent)
         Add(MemRow, Col[Cl][K], double(Classes[Cl].Persistent) / Capacity);
@@ -193,6 +203,27 @@ double computeHeterogeneousWorkBound(const SimGraph &G) {
     return 0; // infeasible (nothing fits) or unsolved: no bound
   // Simplex's optimum is exact to its tolerances; shave them off.
   return std::max(0.0, glp_get_obj_val(LP) * Scale * (1 - 1e-7));
+}
+
+double computeHeterogeneousWorkBound(const SimGraph &G) {
+  const Cluster &C = G.getCluster();
+  if (!G.getNumDevices() || !G.getNumOps() || C.getTypes().size() > 64)
+    return 0;
+  unsigned NumOps = G.getNumOps();
+  std::vector<uint64_t> Running(NumOps, 0);
+  for (uint32_t Op = 0; Op != NumOps; ++Op) {
+    uint64_t Bytes = G.OpPersistent[Op] + G.OpWorkspace[Op];
+    for (unsigned I = G.OpInputsBegin[Op]; I != G.OpInputsBegin[Op + 1]; ++I)
+      Bytes += G.TensorBytes[G.OpInputs[I]];
+    for (unsigned I = G.OpResultsBegin[Op]; I != G.OpResultsBegin[Op + 1]; ++I)
+      Bytes += G.TensorBytes[G.OpResults[I]];
+    Running[Op] = Bytes;
+  }
+  TypeRates T = getTypeRates(G);
+  std::vector<OpClass> Classes = getOpClasses(G, T, Running);
+  if (Classes.empty())
+    return 0;
+  return solveWorkProgram(C, T, Classes, NumOps);
 }
 
 } // namespace dp
