@@ -28,8 +28,13 @@ using namespace llvm;
 
 namespace dp {
 
-ArrayRef<PassInfo> getRegisteredPasses() {
-  static const PassInfo Passes[] = {
+static bool isPassNameChar(char C) {
+  return isAlnum(C) || C == '-' || C == '_';
+}
+
+/// PassRegistry.def's passes, then those registerPass added.
+static std::vector<PassInfo> &getPassList() {
+  static std::vector<PassInfo> Passes = {
 #define GRAPH_PASS(NAME, CREATE_PASS, DESCRIPTION) {NAME, "", DESCRIPTION, ""},
 #define GRAPH_PASS_WITH_OPTIONS(NAME, PASS, OPTIONS, DESCRIPTION)              \
   {NAME, getPassOptionUsage<OPTIONS>(PASS::describeOptions), DESCRIPTION,      \
@@ -37,6 +42,27 @@ ArrayRef<PassInfo> getRegisteredPasses() {
 #include "PassRegistry.def"
   };
   return Passes;
+}
+
+/// How to build each pass registerPass added, by name.
+static StringMap<PassBuildFn> &getAddedPasses() {
+  static StringMap<PassBuildFn> Added;
+  return Added;
+}
+
+ArrayRef<PassInfo> getRegisteredPasses() { return getPassList(); }
+
+Error registerPass(PassInfo Info, PassBuildFn Build) {
+  if (Info.Name.empty() || !all_of(Info.Name, isPassNameChar))
+    return makeError("cannot register pass '" + Info.Name +
+                     "': a pass name is letters, digits, '-' and '_'");
+  for (const PassInfo &P : getPassList())
+    if (P.Name == Info.Name)
+      return makeError("cannot register pass '" + Info.Name +
+                       "': a pass of that name exists");
+  getAddedPasses()[Info.Name] = std::move(Build);
+  getPassList().push_back(std::move(Info));
+  return Error::success();
 }
 
 /// The width -print-passes and -help keep to.
@@ -71,10 +97,6 @@ void printPlacerNames(raw_ostream &OS) {
     if (!P.Ranges.empty())
       OS << wrapText("ranges: " + P.Ranges, 6, HelpWidth) << '\n';
   }
-}
-
-static bool isPassNameChar(char C) {
-  return isAlnum(C) || C == '-' || C == '_';
 }
 
 namespace {
@@ -211,6 +233,9 @@ static Error addPass(PassManager &PM, const PipelineElement &E) {
     return Error::success();                                                   \
   }
 #include "PassRegistry.def"
+  auto Added = getAddedPasses().find(E.Name);
+  if (Added != getAddedPasses().end())
+    return Added->second(PM, E);
   return makeError("unknown pass '" + E.Name +
                    "' (dp-opt -print-passes lists them)");
 }

@@ -7,7 +7,7 @@
 /// \file
 /// Builds PassManagers from pipeline text such as
 ///
-///   import-onnx{batch=8,dim=seq:128},verify,summary
+///   import-onnx{batch=8,dim=seq:128},verify,print-summary
 ///
 /// A pipeline is a comma-separated list of pass names, each optionally
 /// followed by options in braces: "key=value" pairs separated by commas.
@@ -21,12 +21,15 @@
 #define DP_PASSES_PASSBUILDER_H
 
 #include "dp/IR/PassManager.h"
+#include "dp/Support/Diagnostics.h"
+#include "dp/Support/Options.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -51,8 +54,48 @@ struct PipelineElement {
   bool HasBraces = false;
 };
 
-/// Every registered pass, in registry order.
+/// Every registered pass: PassRegistry.def's, then those a tool added
+/// with registerPass, in the order added.
 llvm::ArrayRef<PassInfo> getRegisteredPasses();
+
+/// Adds a pass to those pipelines may name, for a tool of one's own
+/// (dp/Driver/OptMain.h): \p Build appends the pass that \p Element (its
+/// name and options) asks for to the manager, or fails naming the bad
+/// option. Call it before building pipelines (and before optMain makes
+/// its flags); \p Info's strings must outlive every use (literals do). A
+/// name the registry already has, or not a pass name, is an error.
+using PassBuildFn =
+    std::function<llvm::Error(PassManager &, const PipelineElement &)>;
+llvm::Error registerPass(PassInfo Info, PassBuildFn Build);
+
+/// registerPass for a pass class: one without options (default
+/// constructed), or one with `static OptionTable describeOptions(OptionsT
+/// &)` and `static Expected<OptionsT> parseOptions(OptionList)`.
+template <typename PassT, typename OptionsT>
+llvm::Error registerPass(llvm::StringRef Description) {
+  return registerPass(
+      PassInfo{
+          PassT::name(), getPassOptionUsage<OptionsT>(PassT::describeOptions),
+          Description, getPassOptionDefaults<OptionsT>(PassT::describeOptions)},
+      [](PassManager &PM, const PipelineElement &E) -> llvm::Error {
+        llvm::Expected<OptionsT> Opts = PassT::parseOptions(E.Options);
+        if (!Opts)
+          return Opts.takeError();
+        PM.addPass(PassT(std::move(*Opts)));
+        return llvm::Error::success();
+      });
+}
+template <typename PassT>
+llvm::Error registerPass(llvm::StringRef Description) {
+  return registerPass(
+      PassInfo{PassT::name(), "", Description, ""},
+      [](PassManager &PM, const PipelineElement &E) -> llvm::Error {
+        if (!E.Options.empty())
+          return makeError("pass '" + PassT::name() + "' takes no options");
+        PM.addPass(PassT());
+        return llvm::Error::success();
+      });
+}
 
 /// Splits pipeline text into elements without looking the names up.
 llvm::Expected<std::vector<PipelineElement>>
