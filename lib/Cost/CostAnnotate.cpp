@@ -25,10 +25,8 @@ using namespace llvm;
 namespace dp {
 
 bool isCostAnnotation(StringRef Name) {
-  return ann::isTimeKey(Name) || Name.startswith("time_shared.") ||
-         Name == "flops" || Name == "output_bytes" ||
-         Name == "persistent_bytes" || Name == "workspace_bytes" ||
-         Name == "cost_source" || Name == "cost_note";
+  // The op annotations of the graph's costs part (dp/IR/PassManager.h).
+  return getAnnotationPart(Name, /*OnGraph=*/false) == GraphChange::Costs;
 }
 
 static void eraseCostAnnotations(AttributeList &L) {

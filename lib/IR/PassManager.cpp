@@ -19,9 +19,9 @@ namespace dp {
 static Error verifyAfter(const Graph &G, const detail::PassConcept &P,
                          const GraphParts &Before) {
   if (Error E = verifyGraph(G))
-    return joinErrors(makeError("the graph is malformed after pass '" +
-                                P.name() + "'"),
-                      std::move(E));
+    return joinErrors(
+        makeError("the graph is malformed after pass '" + P.name() + "'"),
+        std::move(E));
   GraphChange Undeclared = GraphParts::of(G).differences(Before) & ~P.changes();
   if (Undeclared != GraphChange::None)
     return makeError("pass '" + P.name() + "' changed the graph's " +
@@ -72,9 +72,8 @@ GraphChange getAnnotationPart(StringRef Name, bool OnGraph) {
   if (Name == "group")
     return GraphChange::Groups;
   if (Name.startswith("time.") || Name.startswith("time_shared.") ||
-      Name == "flops" || Name == "output_bytes" ||
-      Name == "persistent_bytes" || Name == "workspace_bytes" ||
-      Name == "cost_source" || Name == "cost_note")
+      Name == "flops" || Name == "output_bytes" || Name == "persistent_bytes" ||
+      Name == "workspace_bytes" || Name == "cost_source" || Name == "cost_note")
     return GraphChange::Costs;
   return GraphChange::Structure;
 }
@@ -101,8 +100,8 @@ GraphParts GraphParts::of(const Graph &G) {
       GraphChange Part = getAnnotationPart(A.Name, OnGraph);
       if (Part == GraphChange::None)
         continue;
-      raw_ostream &OS = Part == GraphChange::Devices ? Devices
-                        : Part == GraphChange::Costs ? Costs
+      raw_ostream &OS = Part == GraphChange::Devices  ? Devices
+                        : Part == GraphChange::Costs  ? Costs
                         : Part == GraphChange::Groups ? Groups
                                                       : Structure;
       OS << A.Name << '=';

@@ -5,8 +5,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "dp/IR/PassManager.h"
-#include "dp/IR/Graph.h"
 #include "dp/IR/Attribute.h"
+#include "dp/IR/Graph.h"
 
 #include "gtest/gtest.h"
 

@@ -102,8 +102,9 @@ protected:
   /// Runs \p Text on a fresh import of Model; errors fail the test.
   void runPipeline(StringRef Text, bool VerifyEach, Graph &G) {
     PassManager PM;
-    if (!Text.empty())
+    if (!Text.empty()) {
       ASSERT_FALSE(bool(parsePassPipeline(PM, Text))) << Text.str();
+    }
     PM.setVerifyEach(VerifyEach);
     PassContext Ctx;
     std::unique_ptr<MemoryBuffer> Input =
@@ -128,8 +129,7 @@ protected:
     for (OpId O = 0, E = G.getNumOps(); O != E; ++O)
       OS << (O ? ", " : "") << '"' << G.getOp(O).Name << "\": \"gpu:1\"";
     OS << "}}\n";
-    return replaceAll(replaceAll(S.str(), "PLACEMENT", Placement), "OUT",
-                      Out);
+    return replaceAll(replaceAll(S.str(), "PLACEMENT", Placement), "OUT", Out);
   }
 
   SmallString<128> Dir;
@@ -152,8 +152,8 @@ TEST_F(DeclaredChangesTest, EveryPassChangesWhatItDeclares) {
     Graph After;
     runPipeline(*C.Prefix ? (C.Prefix + StringRef(",") + Pass).str() : Pass,
                 /*VerifyEach=*/true, After);
-    EXPECT_EQ(describeChange(GraphParts::of(After).differences(
-                  GraphParts::of(Before))),
+    EXPECT_EQ(describeChange(
+                  GraphParts::of(After).differences(GraphParts::of(Before))),
               describeChange(C.Changed));
   }
 }

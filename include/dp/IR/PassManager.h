@@ -130,8 +130,9 @@ public:
   }
   /// Stores \p Value, replacing any T stored.
   template <typename T> T &set(T Value) {
-    static_assert(std::is_same<decltype(T::DependsOn), const GraphChange>::value,
-                  "a result says what it depends on");
+    static_assert(
+        std::is_same<decltype(T::DependsOn), const GraphChange>::value,
+        "a result says what it depends on");
     auto Stored = std::make_shared<T>(std::move(Value));
     T &Ref = *Stored;
     Results[T::AnalysisKey] = {std::move(Stored), T::DependsOn};
@@ -209,8 +210,7 @@ struct HasSetDriverOption<
            std::declval<llvm::StringRef>(), std::declval<llvm::StringRef>()))>>
     : std::true_type {};
 
-template <typename T, typename = void>
-struct HasChanges : std::false_type {};
+template <typename T, typename = void> struct HasChanges : std::false_type {};
 template <typename T>
 struct HasChanges<T, std::void_t<decltype(std::declval<const T &>().changes())>>
     : std::true_type {};
