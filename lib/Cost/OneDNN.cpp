@@ -804,6 +804,88 @@ static dnnl::rnn_direction getDirection(int64_t Kind) {
                      : dnnl::rnn_direction::unidirectional_left2right;
 }
 
+/// The descriptor of a convolution (forward, backward data or weights)
+/// or a deconvolution.
+static dnnl::primitive_desc_base
+createConvDesc(const Problem &P, const dnnl::primitive_attr &Attr,
+               const dnnl::engine &Eng) {
+  memory::data_type DT = P.DType;
+  const memory::dims &X = P.Shapes[0], &Wt = P.Shapes[1], &Y = P.Shapes[2];
+  WindowParams W = getWindowParams(P, X.size() - 2, /*HasKernel=*/false);
+  memory::desc Src = getAnyDesc(X, DT), Wei = getAnyDesc(Wt, DT),
+               Dst = getAnyDesc(Y, DT);
+  memory::desc Bias =
+      P.Shapes[3].empty() ? memory::desc() : getPlainDesc(P.Shapes[3], DT);
+  if (P.Kind == PrimKind::DeconvFwd) {
+    dnnl::deconvolution_forward::desc D(
+        prop_kind::forward_inference, algorithm::deconvolution_direct, Src, Wei,
+        Bias, Dst, W.Strides, W.Dilations, W.Left, W.Right);
+    return dnnl::deconvolution_forward::primitive_desc(D, Attr, Eng);
+  }
+  bool Fwd = P.Kind == PrimKind::ConvFwd;
+  dnnl::convolution_forward::desc FD(
+      Fwd ? prop_kind::forward_inference : prop_kind::forward_training,
+      algorithm::convolution_direct, Src, Wei, Bias, Dst, W.Strides,
+      W.Dilations, W.Left, W.Right);
+  if (Fwd)
+    return dnnl::convolution_forward::primitive_desc(FD, Attr, Eng);
+  dnnl::convolution_forward::primitive_desc Hint(FD, Eng);
+  if (P.Kind == PrimKind::ConvBwdData) {
+    dnnl::convolution_backward_data::desc D(algorithm::convolution_direct, Src,
+                                            Wei, Dst, W.Strides, W.Dilations,
+                                            W.Left, W.Right);
+    return dnnl::convolution_backward_data::primitive_desc(D, Attr, Eng, Hint);
+  }
+  dnnl::convolution_backward_weights::desc D(algorithm::convolution_direct, Src,
+                                             Wei, Bias, Dst, W.Strides,
+                                             W.Dilations, W.Left, W.Right);
+  return dnnl::convolution_backward_weights::primitive_desc(D, Attr, Eng, Hint);
+}
+
+/// The descriptor of a recurrent layer: LSTM, GRU, linear-before-reset GRU
+/// or vanilla RNN.
+static dnnl::primitive_desc_base createRNNDesc(const Problem &P,
+                                               const dnnl::primitive_attr &Attr,
+                                               const dnnl::engine &Eng) {
+  memory::data_type DT = P.DType;
+  memory::dim T = P.Params[0], N = P.Params[1], I = P.Params[2],
+              H = P.Params[3], D = P.Params[4];
+  dnnl::rnn_direction Dir = getDirection(P.Params[5]);
+  memory::dim Gates = P.Kind == PrimKind::LSTM         ? 4
+                      : P.Kind == PrimKind::VanillaRNN ? 1
+                                                       : 3;
+  memory::dim BiasGates = P.Kind == PrimKind::LbrGRU ? 4 : Gates;
+  memory::dim DstWidth =
+      Dir == dnnl::rnn_direction::bidirectional_concat ? 2 * H : H;
+  memory::desc SrcLayer = getPlainDesc({T, N, I}, DT);
+  memory::desc Iter = getPlainDesc({1, D, N, H}, DT);
+  memory::desc WLayer = getAnyDesc({1, D, I, Gates, H}, DT);
+  memory::desc WIter = getAnyDesc({1, D, H, Gates, H}, DT);
+  memory::desc Bias =
+      getPlainDesc({1, D, BiasGates, H}, memory::data_type::f32);
+  memory::desc DstLayer = getPlainDesc({T, N, DstWidth}, DT);
+  const prop_kind Prop = prop_kind::forward_inference;
+  if (P.Kind == PrimKind::LSTM) {
+    memory::desc IterC = getPlainDesc({1, D, N, H}, memory::data_type::f32);
+    dnnl::lstm_forward::desc Desc(Prop, Dir, SrcLayer, Iter, IterC, WLayer,
+                                  WIter, Bias, DstLayer, Iter, IterC);
+    return dnnl::lstm_forward::primitive_desc(Desc, Attr, Eng);
+  }
+  if (P.Kind == PrimKind::GRU) {
+    dnnl::gru_forward::desc Desc(Prop, Dir, SrcLayer, Iter, WLayer, WIter, Bias,
+                                 DstLayer, Iter);
+    return dnnl::gru_forward::primitive_desc(Desc, Attr, Eng);
+  }
+  if (P.Kind == PrimKind::LbrGRU) {
+    dnnl::lbr_gru_forward::desc Desc(Prop, Dir, SrcLayer, Iter, WLayer, WIter,
+                                     Bias, DstLayer, Iter);
+    return dnnl::lbr_gru_forward::primitive_desc(Desc, Attr, Eng);
+  }
+  dnnl::vanilla_rnn_forward::desc Desc(Prop, P.Alg, Dir, SrcLayer, Iter, WLayer,
+                                       WIter, Bias, DstLayer, Iter);
+  return dnnl::vanilla_rnn_forward::primitive_desc(Desc, Attr, Eng);
+}
+
 /// Creates the primitive descriptor of \p P; throws dnnl::error when
 /// oneDNN cannot.
 static dnnl::primitive_desc_base createPrimitiveDesc(const Problem &P,
@@ -815,40 +897,8 @@ static dnnl::primitive_desc_base createPrimitiveDesc(const Problem &P,
   case PrimKind::ConvFwd:
   case PrimKind::ConvBwdData:
   case PrimKind::ConvBwdWeights:
-  case PrimKind::DeconvFwd: {
-    const memory::dims &X = P.Shapes[0], &Wt = P.Shapes[1], &Y = P.Shapes[2];
-    WindowParams W = getWindowParams(P, X.size() - 2, /*HasKernel=*/false);
-    memory::desc Src = getAnyDesc(X, DT), Wei = getAnyDesc(Wt, DT),
-                 Dst = getAnyDesc(Y, DT);
-    memory::desc Bias =
-        P.Shapes[3].empty() ? memory::desc() : getPlainDesc(P.Shapes[3], DT);
-    if (P.Kind == PrimKind::DeconvFwd) {
-      dnnl::deconvolution_forward::desc D(
-          prop_kind::forward_inference, algorithm::deconvolution_direct, Src,
-          Wei, Bias, Dst, W.Strides, W.Dilations, W.Left, W.Right);
-      return dnnl::deconvolution_forward::primitive_desc(D, Attr, Eng);
-    }
-    bool Fwd = P.Kind == PrimKind::ConvFwd;
-    dnnl::convolution_forward::desc FD(
-        Fwd ? prop_kind::forward_inference : prop_kind::forward_training,
-        algorithm::convolution_direct, Src, Wei, Bias, Dst, W.Strides,
-        W.Dilations, W.Left, W.Right);
-    if (Fwd)
-      return dnnl::convolution_forward::primitive_desc(FD, Attr, Eng);
-    dnnl::convolution_forward::primitive_desc Hint(FD, Eng);
-    if (P.Kind == PrimKind::ConvBwdData) {
-      dnnl::convolution_backward_data::desc D(algorithm::convolution_direct,
-                                              Src, Wei, Dst, W.Strides,
-                                              W.Dilations, W.Left, W.Right);
-      return dnnl::convolution_backward_data::primitive_desc(D, Attr, Eng,
-                                                             Hint);
-    }
-    dnnl::convolution_backward_weights::desc D(algorithm::convolution_direct,
-                                               Src, Wei, Bias, Dst, W.Strides,
-                                               W.Dilations, W.Left, W.Right);
-    return dnnl::convolution_backward_weights::primitive_desc(D, Attr, Eng,
-                                                              Hint);
-  }
+  case PrimKind::DeconvFwd:
+    return createConvDesc(P, Attr, Eng);
   case PrimKind::MatMul: {
     dnnl::matmul::desc D(getMatrixDesc(P.Shapes[0], DT, P.Params[0]),
                          getMatrixDesc(P.Shapes[1], DT, P.Params[1]),
@@ -922,44 +972,8 @@ static dnnl::primitive_desc_base createPrimitiveDesc(const Problem &P,
   case PrimKind::LSTM:
   case PrimKind::GRU:
   case PrimKind::LbrGRU:
-  case PrimKind::VanillaRNN: {
-    memory::dim T = P.Params[0], N = P.Params[1], I = P.Params[2],
-                H = P.Params[3], D = P.Params[4];
-    dnnl::rnn_direction Dir = getDirection(P.Params[5]);
-    memory::dim Gates = P.Kind == PrimKind::LSTM         ? 4
-                        : P.Kind == PrimKind::VanillaRNN ? 1
-                                                         : 3;
-    memory::dim BiasGates = P.Kind == PrimKind::LbrGRU ? 4 : Gates;
-    memory::dim DstWidth =
-        Dir == dnnl::rnn_direction::bidirectional_concat ? 2 * H : H;
-    memory::desc SrcLayer = getPlainDesc({T, N, I}, DT);
-    memory::desc Iter = getPlainDesc({1, D, N, H}, DT);
-    memory::desc WLayer = getAnyDesc({1, D, I, Gates, H}, DT);
-    memory::desc WIter = getAnyDesc({1, D, H, Gates, H}, DT);
-    memory::desc Bias =
-        getPlainDesc({1, D, BiasGates, H}, memory::data_type::f32);
-    memory::desc DstLayer = getPlainDesc({T, N, DstWidth}, DT);
-    const prop_kind Prop = prop_kind::forward_inference;
-    if (P.Kind == PrimKind::LSTM) {
-      memory::desc IterC = getPlainDesc({1, D, N, H}, memory::data_type::f32);
-      dnnl::lstm_forward::desc Desc(Prop, Dir, SrcLayer, Iter, IterC, WLayer,
-                                    WIter, Bias, DstLayer, Iter, IterC);
-      return dnnl::lstm_forward::primitive_desc(Desc, Attr, Eng);
-    }
-    if (P.Kind == PrimKind::GRU) {
-      dnnl::gru_forward::desc Desc(Prop, Dir, SrcLayer, Iter, WLayer, WIter,
-                                   Bias, DstLayer, Iter);
-      return dnnl::gru_forward::primitive_desc(Desc, Attr, Eng);
-    }
-    if (P.Kind == PrimKind::LbrGRU) {
-      dnnl::lbr_gru_forward::desc Desc(Prop, Dir, SrcLayer, Iter, WLayer, WIter,
-                                       Bias, DstLayer, Iter);
-      return dnnl::lbr_gru_forward::primitive_desc(Desc, Attr, Eng);
-    }
-    dnnl::vanilla_rnn_forward::desc Desc(Prop, P.Alg, Dir, SrcLayer, Iter,
-                                         WLayer, WIter, Bias, DstLayer, Iter);
-    return dnnl::vanilla_rnn_forward::primitive_desc(Desc, Attr, Eng);
-  }
+  case PrimKind::VanillaRNN:
+    return createRNNDesc(P, Attr, Eng);
   }
   llvm_unreachable("unknown PrimKind");
 }
