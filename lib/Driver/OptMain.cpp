@@ -230,17 +230,26 @@ struct PassFlag {
 /// that a program linking this library for runOpt has none.
 struct OptFlags {
   cl::OptionCategory Category{"dp-opt options"};
-  cl::opt<std::string> Input{cl::Positional, cl::desc("<input model or IR>"),
-                             cl::init("-"), cl::cat(Category)};
-  cl::opt<std::string> Output{"o", cl::desc("Output file"),
-                              cl::value_desc("filename"), cl::init("-"),
-                              cl::cat(Category)};
-  cl::opt<bool> OutputText{"S", cl::desc("Write the IR as text"),
-                           cl::cat(Category)};
-  cl::opt<bool> Force{"f", cl::desc("Write binary output to a terminal too"),
-                      cl::cat(Category)};
-  cl::opt<bool> DisableOutput{"disable-output", cl::desc("Write no IR output"),
-                              cl::cat(Category)};
+  /// What the flags that describe the job set (cl::location).
+  OptJob Job;
+  cl::opt<std::string, true> Input{cl::Positional,
+                                   cl::desc("<input model or IR>"),
+                                   cl::location(Job.Input), cl::init("-"),
+                                   cl::cat(Category)};
+  cl::opt<std::string, true> Output{"o", cl::desc("Output file"),
+                                    cl::value_desc("filename"),
+                                    cl::location(Job.Output), cl::init("-"),
+                                    cl::cat(Category)};
+  cl::opt<bool, true> OutputText{"S", cl::desc("Write the IR as text"),
+                                 cl::location(Job.OutputText),
+                                 cl::cat(Category)};
+  cl::opt<bool, true> Force{"f",
+                            cl::desc("Write binary output to a terminal too"),
+                            cl::location(Job.Force), cl::cat(Category)};
+  cl::opt<bool, true> DisableOutput{"disable-output",
+                                    cl::desc("Write no IR output"),
+                                    cl::location(Job.DisableOutput),
+                                    cl::cat(Category)};
   cl::list<std::string> Passes{
       "passes", cl::desc("Pass pipeline, e.g. 'import-onnx,print-summary'"),
       cl::value_desc("pipeline"), cl::cat(Category)};
@@ -252,41 +261,46 @@ struct OptFlags {
   cl::opt<bool> PrintPipeline{
       "print-pipeline", cl::desc("Print the pipeline as -passes text and exit"),
       cl::cat(Category)};
-  cl::opt<bool> VerifyEach{"verify-each",
-                           cl::desc("Verify the IR after every pass"),
-                           cl::cat(Category)};
-  cl::opt<bool> TimePasses{"time-passes",
-                           cl::desc("Report the time of each pass"),
-                           cl::cat(Category)};
-  cl::opt<uint64_t> Seed{"seed", cl::desc("Seed for randomized passes"),
-                         cl::init(0), cl::cat(Category)};
-  cl::opt<std::string> ClusterSpec{
+  cl::opt<bool, true> VerifyEach{"verify-each",
+                                 cl::desc("Verify the IR after every pass"),
+                                 cl::location(Job.VerifyEach),
+                                 cl::cat(Category)};
+  cl::opt<bool, true> TimePasses{"time-passes",
+                                 cl::desc("Report the time of each pass"),
+                                 cl::location(Job.TimePasses),
+                                 cl::cat(Category)};
+  cl::opt<uint64_t, true> Seed{"seed", cl::desc("Seed for randomized passes"),
+                               cl::location(Job.Seed), cl::init(0),
+                               cl::cat(Category)};
+  cl::opt<std::string, true> ClusterSpec{
       "cluster",
       cl::desc("Hardware to place for: a preset (-print-cluster "
                "lists them)\nor a JSON/YAML cluster file"),
-      cl::value_desc("preset|file"), cl::cat(Category)};
+      cl::value_desc("preset|file"), cl::location(Job.Cluster),
+      cl::cat(Category)};
   cl::opt<bool> PrintCluster{
       "print-cluster",
       cl::desc("Describe the -cluster (default p100x4) and exit"),
       cl::cat(Category)};
-  cl::opt<std::string> Summary{
+  cl::opt<std::string, true> Summary{
       "summary", cl::desc("Write the simulated step's JSON summary here"),
-      cl::value_desc("file"), cl::cat(Category)};
-  cl::opt<std::string> Trace{
+      cl::value_desc("file"), cl::location(Job.Summary), cl::cat(Category)};
+  cl::opt<std::string, true> Trace{
       "trace", cl::desc("Write the simulated step as a Chrome trace here"),
-      cl::value_desc("file"), cl::cat(Category)};
-  cl::opt<std::string> Placement{
+      cl::value_desc("file"), cl::location(Job.Trace), cl::cat(Category)};
+  cl::opt<std::string, true> Placement{
       "placement",
       cl::desc("Simulate this placement (JSON) instead of the ops' devices"),
-      cl::value_desc("file.json"), cl::cat(Category)};
+      cl::value_desc("file.json"), cl::location(Job.Placement),
+      cl::cat(Category)};
   cl::opt<bool> Quiet{"quiet",
                       cl::desc("Print no progress lines while placers search"),
                       cl::cat(Category)};
-  cl::opt<std::string> Curve{
+  cl::opt<std::string, true> Curve{
       "curve",
       cl::desc("Write a searching placer's best step time vs samples\nand "
                "seconds (CSV) here"),
-      cl::value_desc("file.csv"), cl::cat(Category)};
+      cl::value_desc("file.csv"), cl::location(Job.Curve), cl::cat(Category)};
   std::vector<PassFlag> PassFlags;
 
   OptFlags() {
@@ -342,24 +356,12 @@ struct OptFlags {
     return Pipeline;
   }
 
+  /// The job the parsed command line describes.
   OptJob getJob() const {
-    OptJob Job;
-    Job.Input = Input;
-    Job.Pipeline = buildPipelineText();
-    Job.Cluster = ClusterSpec;
-    Job.Seed = Seed;
-    Job.Output = Output;
-    Job.OutputText = OutputText;
-    Job.DisableOutput = DisableOutput;
-    Job.Force = Force;
-    Job.Summary = Summary;
-    Job.Trace = Trace;
-    Job.Placement = Placement;
-    Job.Curve = Curve;
-    Job.VerifyEach = VerifyEach;
-    Job.TimePasses = TimePasses;
-    Job.Progress = Quiet ? nullptr : &errs();
-    return Job;
+    OptJob Parsed = Job;
+    Parsed.Pipeline = buildPipelineText();
+    Parsed.Progress = Quiet ? nullptr : &errs();
+    return Parsed;
   }
 };
 } // namespace
@@ -418,7 +420,7 @@ int optMain(int argc, char **argv, StringRef Tool, StringRef Overview) {
     return 0;
   }
   if (Flags.PrintCluster) {
-    if (Error E = printClusterAndPresets(Flags.ClusterSpec))
+    if (Error E = printClusterAndPresets(Flags.Job.Cluster))
       return Fail(std::move(E));
     return 0;
   }
