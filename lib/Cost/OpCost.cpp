@@ -395,10 +395,12 @@ static void estimateDataMovement(const Graph &G, const Op &O, OpWork &W) {
     W.Bytes = 2 * resultBytes(G, O);
     return;
   }
-  if (O.Type == "Resize" || O.Type == "Upsample") {
-    StringRef Mode = getStringAttr(O, "mode", "nearest");
+  if (O.Type == "Resize" || O.Type == "Upsample" || O.Type == "GridSample") {
+    // GridSample interpolates at each output element as Resize does.
+    StringRef Mode = getStringAttr(
+        O, "mode", O.Type == "GridSample" ? "bilinear" : "nearest");
     double PerElement = Mode == "linear" || Mode == "bilinear" ? 4
-                        : Mode == "cubic"                      ? 16
+                        : Mode == "cubic" || Mode == "bicubic" ? 16
                                                                : 0;
     W.Flops = PerElement * numElements(getResultType(G, O, 0));
   }

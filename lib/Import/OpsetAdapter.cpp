@@ -79,6 +79,7 @@ private:
   void adaptResize(onnx::NodeProto &N);
   void adaptPad(onnx::NodeProto &N);
   void adaptAveragePool(onnx::NodeProto &N);
+  void adaptGridSample(onnx::NodeProto &N);
   void adaptLpPool(onnx::NodeProto &N) { dropIntIfDefault(N, "ceil_mode", 0); }
   void adaptQuantize(onnx::NodeProto &N);
   void fail(const onnx::NodeProto &N, const Twine &Why) {
@@ -286,6 +287,17 @@ void Adapter::adaptAveragePool(onnx::NodeProto &N) {
     return;
   }
   dropAttr(N, "dilations");
+}
+
+void Adapter::adaptGridSample(onnx::NodeProto &N) {
+  // Opset 20 renamed the 2-D modes after their N-D generalization.
+  onnx::AttributeProto *A = attr(N, "mode");
+  if (!A)
+    return;
+  if (A->s() == "linear")
+    A->set_s("bilinear");
+  else if (A->s() == "cubic")
+    A->set_s("bicubic");
 }
 
 void Adapter::adaptQuantize(onnx::NodeProto &N) {

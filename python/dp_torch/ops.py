@@ -753,6 +753,20 @@ def _resize(x, a, o):
                           align_corners=(ctm == "align_corners"))]
 
 
+@kernel("GridSample")
+def _grid_sample(x, a, o):
+    def text(name, default):
+        v = a.get(name, default)
+        return v.decode() if isinstance(v, bytes) else v
+    # Opset 20 names the modes linear and cubic; opset 16, bilinear and
+    # bicubic, as torch does.
+    mode = {"linear": "bilinear", "cubic": "bicubic"}.get(
+        text("mode", "bilinear"), text("mode", "bilinear"))
+    return [F.grid_sample(x[0], x[1], mode=mode,
+                          padding_mode=text("padding_mode", "zeros"),
+                          align_corners=bool(a.get("align_corners", 0)))]
+
+
 # --------------------------------------------------------------------------
 # Recurrent layers
 # --------------------------------------------------------------------------
