@@ -152,18 +152,11 @@ static void declareOptions(OptionTable &T, AnnealOptions &O) {
       });
 }
 
-PlacerOptionTable describeAnneal(StringRef Name) {
-  return bindPlacerOptions<AnnealOptions>(Name, declareOptions);
-}
-
 /// The placers that seed the search: those of seeds=, or every placer that
 /// does not search itself.
-static Expected<SmallVector<const PlacerInfo *, 8>>
-getSeedPlacers(const PlaceOptions &Opts) {
-  Expected<AnnealOptions> O = parsePlacerOptions(Opts, declareOptions);
-  if (!O)
-    return O.takeError();
-  SmallVector<const PlacerInfo *, 8> Seeds(O->Seeds.begin(), O->Seeds.end());
+static SmallVector<const PlacerInfo *, 8>
+getSeedPlacers(const AnnealOptions &O) {
+  SmallVector<const PlacerInfo *, 8> Seeds(O.Seeds.begin(), O.Seeds.end());
   if (Seeds.empty())
     for (const PlacerInfo *Info : getBaselinePlacers())
       Seeds.push_back(Info);
@@ -507,22 +500,21 @@ std::vector<const PlacerInfo *> getBaselinePlacers() {
   return Baselines;
 }
 
-Expected<std::vector<uint32_t>> placeAnneal(const PlacementProblem &P,
-                                            const PlaceOptions &Opts) {
-  Expected<SmallVector<const PlacerInfo *, 8>> Seeds = getSeedPlacers(Opts);
-  if (!Seeds)
-    return Seeds.takeError();
+static Expected<std::vector<uint32_t>>
+placeByAnnealing(const PlacementProblem &P, const PlaceOptions &Opts,
+                 const AnnealOptions &O) {
+  SmallVector<const PlacerInfo *, 8> Seeds = getSeedPlacers(O);
 
   // Seeds that search themselves (a learned placer named in seeds=) share
   // half of anneal's budget, seconds= and evals= alike; the search anneals
   // in what they leave.
   unsigned Searching =
-      count_if(*Seeds, [](const PlacerInfo *Info) { return Info->Searches; });
+      count_if(Seeds, [](const PlacerInfo *Info) { return Info->Searches; });
   double Seconds = Opts.Seconds > 0 ? Opts.Seconds : DefaultSeconds;
   auto Began = std::chrono::steady_clock::now();
 
   BestSeed Seed =
-      runSeeds(P, *Seeds, Opts, Seconds / 2 / std::max(1u, Searching),
+      runSeeds(P, Seeds, Opts, Seconds / 2 / std::max(1u, Searching),
                Opts.Evaluations / 2 / std::max(1u, Searching));
   uint64_t SeedEvals = Seed.Evaluations;
   std::vector<uint32_t> Best = std::move(Seed.Placement);
@@ -552,5 +544,7 @@ Expected<std::vector<uint32_t>> placeAnneal(const PlacementProblem &P,
   }
   return AnnealSearch(P, Left, std::move(Best), BestCost, Fits).run();
 }
+
+DP_DEFINE_PLACER(placeAnneal, describeAnneal, declareOptions, placeByAnnealing)
 
 } // namespace dp

@@ -1140,60 +1140,49 @@ static void declareSctOptions(OptionTable &T, BaechiOptions &O) {
   declareMemory(T, O);
 }
 
-PlacerOptionTable describeMTopo(StringRef Algo) {
-  return bindPlacerOptions<BaechiOptions>(Algo, declareTopoOptions);
-}
-
-PlacerOptionTable describeMEtf(StringRef Algo) {
-  return bindPlacerOptions<BaechiOptions>(Algo, declareEtfOptions);
-}
-
-PlacerOptionTable describeMSct(StringRef Algo) {
-  return bindPlacerOptions<BaechiOptions>(Algo, declareSctOptions);
-}
-
-Expected<std::vector<uint32_t>> placeMTopo(const PlacementProblem &P,
-                                           const PlaceOptions &Opts) {
-  Expected<BaechiOptions> O = parsePlacerOptions(Opts, declareTopoOptions);
-  if (!O)
-    return O.takeError();
+static Expected<std::vector<uint32_t>> runMTopo(const PlacementProblem &P,
+                                                const PlaceOptions &,
+                                                const BaechiOptions &O) {
   Expected<DeviceTiers> Devices =
-      selectDevices(P.getCluster(), "m-topo", O->Devices);
+      selectDevices(P.getCluster(), "m-topo", O.Devices);
   if (!Devices)
     return Devices.takeError();
-  return placeTopo(P, *Devices, O->Uniform, O->Memory);
+  return placeTopo(P, *Devices, O.Uniform, O.Memory);
 }
 
-Expected<std::vector<uint32_t>> placeMEtf(const PlacementProblem &P,
-                                          const PlaceOptions &Opts) {
-  Expected<BaechiOptions> O = parsePlacerOptions(Opts, declareEtfOptions);
-  if (!O)
-    return O.takeError();
+/// The list schedule of \p Algo on the devices O.Devices selects: m-ETF's,
+/// or with \p Favourites m-SCT's, whose devices wait for the favourite
+/// child (O.Threshold, O.LPLimit) of their last op.
+static Expected<std::vector<uint32_t>>
+placeByListSchedule(const PlacementProblem &P, StringRef Algo,
+                    const BaechiOptions &O, bool Favourites) {
   Expected<DeviceTiers> Devices =
-      selectDevices(P.getCluster(), "m-etf", O->Devices);
+      selectDevices(P.getCluster(), Algo, O.Devices);
   if (!Devices)
     return Devices.takeError();
-  Expected<Schedule> S = scheduleList(P, "m-etf", *Devices, {}, O->Memory);
+  FavouriteChildren Fav;
+  if (Favourites)
+    Fav = computeUnitFavourites(P, O.Threshold, O.LPLimit);
+  Expected<Schedule> S = scheduleList(P, Algo, *Devices, Fav.Child, O.Memory);
   if (!S)
     return S.takeError();
   return std::move(S->UnitDevice);
 }
 
-Expected<std::vector<uint32_t>> placeMSct(const PlacementProblem &P,
-                                          const PlaceOptions &Opts) {
-  Expected<BaechiOptions> O = parsePlacerOptions(Opts, declareSctOptions);
-  if (!O)
-    return O.takeError();
-  Expected<DeviceTiers> Devices =
-      selectDevices(P.getCluster(), "m-sct", O->Devices);
-  if (!Devices)
-    return Devices.takeError();
-  FavouriteChildren Fav = computeUnitFavourites(P, O->Threshold, O->LPLimit);
-  Expected<Schedule> S =
-      scheduleList(P, "m-sct", *Devices, Fav.Child, O->Memory);
-  if (!S)
-    return S.takeError();
-  return std::move(S->UnitDevice);
+static Expected<std::vector<uint32_t>> runMEtf(const PlacementProblem &P,
+                                               const PlaceOptions &,
+                                               const BaechiOptions &O) {
+  return placeByListSchedule(P, "m-etf", O, /*Favourites=*/false);
 }
+
+static Expected<std::vector<uint32_t>> runMSct(const PlacementProblem &P,
+                                               const PlaceOptions &,
+                                               const BaechiOptions &O) {
+  return placeByListSchedule(P, "m-sct", O, /*Favourites=*/true);
+}
+
+DP_DEFINE_PLACER(placeMTopo, describeMTopo, declareTopoOptions, runMTopo)
+DP_DEFINE_PLACER(placeMEtf, describeMEtf, declareEtfOptions, runMEtf)
+DP_DEFINE_PLACER(placeMSct, describeMSct, declareSctOptions, runMSct)
 
 } // namespace dp

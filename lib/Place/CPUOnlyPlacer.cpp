@@ -25,14 +25,9 @@ struct CPUOnlyOptions {};
 
 static void declareOptions(OptionTable &, CPUOnlyOptions &) {}
 
-PlacerOptionTable describeCPUOnly(StringRef Algo) {
-  return bindPlacerOptions<CPUOnlyOptions>(Algo, declareOptions);
-}
-
-Expected<std::vector<uint32_t>> placeCPUOnly(const PlacementProblem &P,
-                                             const PlaceOptions &Opts) {
-  if (Expected<CPUOnlyOptions> O = parsePlacerOptions(Opts, declareOptions); !O)
-    return O.takeError();
+static Expected<std::vector<uint32_t>> placeOnCPU(const PlacementProblem &P,
+                                                  const PlaceOptions &,
+                                                  const CPUOnlyOptions &) {
   const Cluster &C = P.getCluster();
   unsigned N = P.getNumUnits();
   unsigned D = C.getNumDevices();
@@ -58,5 +53,7 @@ Expected<std::vector<uint32_t>> placeCPUOnly(const PlacementProblem &P,
   uint64_t Free = Capacity - std::min(Capacity, Others);
   return makeNoFitError(P, "cpu-only", Largest, Free, CPU);
 }
+
+DP_DEFINE_PLACER(placeCPUOnly, describeCPUOnly, declareOptions, placeOnCPU)
 
 } // namespace dp

@@ -469,16 +469,10 @@ static void declareOptions(OptionTable &T, ExpertOptions &O) {
   T.choice<ExpertModeKind>("mode", O.Mode, ExpertModeNames);
 }
 
-PlacerOptionTable describeExpert(StringRef Name) {
-  return bindPlacerOptions<ExpertOptions>(Name, declareOptions);
-}
-
-Expected<std::vector<uint32_t>> placeExpert(const PlacementProblem &P,
-                                            const PlaceOptions &Opts) {
-  Expected<ExpertOptions> O = parsePlacerOptions(Opts, declareOptions);
-  if (!O)
-    return O.takeError();
-  ExpertModeKind Mode = O->Mode;
+static Expected<std::vector<uint32_t>> placeByRules(const PlacementProblem &P,
+                                                    const PlaceOptions &,
+                                                    const ExpertOptions &O) {
+  ExpertModeKind Mode = O.Mode;
 
   unsigned N = P.getNumUnits();
   std::vector<uint32_t> Placement(N, 0);
@@ -536,5 +530,7 @@ Expected<std::vector<uint32_t>> placeExpert(const PlacementProblem &P,
     return std::move(E);
   return std::move(Placement);
 }
+
+DP_DEFINE_PLACER(placeExpert, describeExpert, declareOptions, placeByRules)
 
 } // namespace dp

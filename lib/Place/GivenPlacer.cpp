@@ -77,18 +77,12 @@ static void declareOptions(OptionTable &T, GivenOptions &O) {
   T.text("file", O.File, "PLACEMENT.json");
 }
 
-PlacerOptionTable describeGiven(StringRef Algo) {
-  return bindPlacerOptions<GivenOptions>(Algo, declareOptions);
-}
-
-Expected<std::vector<uint32_t>> placeGiven(const PlacementProblem &P,
-                                           const PlaceOptions &Opts) {
-  Expected<GivenOptions> O = parsePlacerOptions(Opts, declareOptions);
-  if (!O)
-    return O.takeError();
+static Expected<std::vector<uint32_t>> placeAsGiven(const PlacementProblem &P,
+                                                    const PlaceOptions &,
+                                                    const GivenOptions &O) {
   const Graph &G = P.getGraph();
   const Cluster &C = P.getCluster();
-  Expected<std::vector<int>> OpDevices = readOpDevices(P, O->File);
+  Expected<std::vector<int>> OpDevices = readOpDevices(P, O.File);
   if (!OpDevices)
     return OpDevices.takeError();
 
@@ -153,5 +147,7 @@ Expected<std::vector<uint32_t>> placeGiven(const PlacementProblem &P,
   }
   return std::vector<uint32_t>(UnitDevice.begin(), UnitDevice.end());
 }
+
+DP_DEFINE_PLACER(placeGiven, describeGiven, declareOptions, placeAsGiven)
 
 } // namespace dp

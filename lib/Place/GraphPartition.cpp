@@ -65,6 +65,14 @@ void assignPartsToDevices(const PlacementProblem &P,
   }
 }
 
+std::vector<uint32_t> placeParts(ArrayRef<uint32_t> UnitPart,
+                                 ArrayRef<unsigned> PartDevice) {
+  std::vector<uint32_t> Placement(UnitPart.size());
+  for (size_t U = 0; U != UnitPart.size(); ++U)
+    Placement[U] = PartDevice[UnitPart[U]];
+  return Placement;
+}
+
 namespace {
 /// The options of metis and scotch.
 struct PartitionPlacerOptions {
@@ -185,9 +193,10 @@ Expected<std::vector<uint32_t>> placeByPartitioning(const PlacementProblem &P,
     Request.Options.Seed = Opts.Seed;
     Expected<std::vector<uint32_t>> Placement =
         K == 1 ? std::vector<uint32_t>(P.getNumUnits(), Taken[0])
-               : Partition(Request);
+               : Partition(P, Request);
     if (!Placement)
-      return Placement.takeError();
+      return makeError(getPlacerWho(Algo) + ": " +
+                       toString(Placement.takeError()));
     assert(Placement->size() == P.getNumUnits() && "a device per unit");
     if (Error E = fitPlacementInMemory(P, Algo, Taken, *Placement)) {
       consumeError(std::move(LastError));

@@ -103,10 +103,6 @@ static void declareOptions(OptionTable &T, MIPOptions &O) {
       .choice<ScheduleKind>("schedule", O.Schedule, ScheduleNames);
 }
 
-PlacerOptionTable describeMIP(StringRef Name) {
-  return bindPlacerOptions<MIPOptions>(Name, declareOptions);
-}
-
 #ifdef DP_HAVE_CBC
 namespace {
 
@@ -815,12 +811,10 @@ std::string describeSolutions(const LevelResult &R, const SolutionsTried &T,
 } // namespace
 #endif
 
-Expected<std::vector<uint32_t>> placeMIP(const PlacementProblem &P,
-                                         const PlaceOptions &Opts) {
+static Expected<std::vector<uint32_t>> placeByProgram(const PlacementProblem &P,
+                                                      const PlaceOptions &Opts,
+                                                      const MIPOptions &O) {
   std::string Who = getPlacerWho(Algo);
-  Expected<MIPOptions> O = parsePlacerOptions(Opts, declareOptions);
-  if (!O)
-    return O.takeError();
 #ifndef DP_HAVE_CBC
   return makeError(Who + ": unavailable: dp was built without CBC "
                          "(coinor-libcbc-dev); install it and reconfigure");
@@ -863,8 +857,8 @@ Expected<std::vector<uint32_t>> placeMIP(const PlacementProblem &P,
   // Levels: FirstGroups groups, then twice as many, up to groups= (and
   // the units); each from the best placement so far, with half the time
   // left (the last with all of it).
-  unsigned First = std::min({FirstGroups, O->Groups, Units}),
-           Top = std::min(O->Groups, Units);
+  unsigned First = std::min({FirstGroups, O.Groups, Units}),
+           Top = std::min(O.Groups, Units);
   for (unsigned Groups = First;; Groups = std::min(2 * Groups, Top)) {
     double Budget = Left();
     if (Budget <= 0)
@@ -878,9 +872,8 @@ Expected<std::vector<uint32_t>> placeMIP(const PlacementProblem &P,
     for (unsigned U = 0; U != Units; ++U)
       Start[GroupOf[U]] = Best[U];
     ScheduleKind Kind;
-    Expected<LevelResult> R =
-        solveLevelJobs(P, *Q, Start, O->Schedule, Last ? Budget : Budget / 2,
-                       Nodes, Who, Kind);
+    Expected<LevelResult> R = solveLevelJobs(
+        P, *Q, Start, O.Schedule, Last ? Budget : Budget / 2, Nodes, Who, Kind);
     if (!R) {
       if (Groups == First)
         return R.takeError();
@@ -908,5 +901,7 @@ Expected<std::vector<uint32_t>> placeMIP(const PlacementProblem &P,
   return std::move(Best);
 #endif
 }
+
+DP_DEFINE_PLACER(placeMIP, describeMIP, declareOptions, placeByProgram)
 
 } // namespace dp

@@ -15,7 +15,6 @@
 
 #include "Placers.h"
 #include "dp/Place/GraphPartition.h"
-#include "dp/Support/Diagnostics.h"
 
 #include <algorithm>
 #include <cmath>
@@ -54,20 +53,15 @@ partitionUnits(const PlacementProblem &P, const PartitionRequest &Request) {
   Expected<std::vector<uint32_t>> Parts =
       partitionGraphMetis(G, K, Shares, Options);
   if (!Parts)
-    return makeError("place{algo=metis}: " + toString(Parts.takeError()));
+    return Parts.takeError();
   std::vector<unsigned> PartDevice(Devices.begin(), Devices.end());
   assignPartsToDevices(P, *Parts, PartDevice);
-  std::vector<uint32_t> Placement(N);
-  for (unsigned U = 0; U != N; ++U)
-    Placement[U] = PartDevice[(*Parts)[U]];
-  return Placement;
+  return placeParts(*Parts, PartDevice);
 }
 
 Expected<std::vector<uint32_t>> placeMetis(const PlacementProblem &P,
                                            const PlaceOptions &Opts) {
-  return placeByPartitioning(P, "metis", Opts, [&](const PartitionRequest &R) {
-    return partitionUnits(P, R);
-  });
+  return placeByPartitioning(P, "metis", Opts, partitionUnits);
 }
 
 } // namespace dp

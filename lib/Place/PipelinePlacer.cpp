@@ -408,19 +408,13 @@ static void declareOptions(OptionTable &T, PipelineOptions &O) {
       .choice<DeviceSetKind>("devices", O.Devices, ComputeDeviceSetNames);
 }
 
-PlacerOptionTable describePipelineStages(StringRef Algo) {
-  return bindPlacerOptions<PipelineOptions>(Algo, declareOptions);
-}
-
-Expected<std::vector<uint32_t>> placePipelineStages(const PlacementProblem &P,
-                                                    const PlaceOptions &Opts) {
-  Expected<PipelineOptions> O = parsePlacerOptions(Opts, declareOptions);
-  if (!O)
-    return O.takeError();
+static Expected<std::vector<uint32_t>> placeStages(const PlacementProblem &P,
+                                                   const PlaceOptions &Opts,
+                                                   const PipelineOptions &O) {
   const Cluster &C = P.getCluster();
-  BalanceKind Balance = O->Balance;
+  BalanceKind Balance = O.Balance;
   SmallVector<unsigned, 8> Devs = getComputeDevices(C);
-  if (O->Devices == DeviceSetKind::All) {
+  if (O.Devices == DeviceSetKind::All) {
     Devs.clear();
     for (unsigned D = 0, E = C.getNumDevices(); D != E; ++D)
       Devs.push_back(D);
@@ -438,7 +432,7 @@ Expected<std::vector<uint32_t>> placePipelineStages(const PlacementProblem &P,
     Devs.assign(Group.begin(), Group.end());
   }
   unsigned MaxStages = Devs.size();
-  if (unsigned N = O->Stages) {
+  if (unsigned N = O.Stages) {
     if (N > Devs.size())
       return makeError("place{algo=pipeline}: stages=" + Twine(N) +
                        " is more than the " + Twine(Devs.size()) +
@@ -466,7 +460,7 @@ Expected<std::vector<uint32_t>> placePipelineStages(const PlacementProblem &P,
   // The stage counts tried: with balance=time every count up to 16, then
   // powers of two, and the most; the baselines use every device.
   SmallVector<unsigned, 16> Counts;
-  if (Balance != BalanceKind::Time || O->Stages) {
+  if (Balance != BalanceKind::Time || O.Stages) {
     Counts.push_back(MaxStages);
   } else {
     for (unsigned K = 1; K <= MaxStages; K = K < 16 ? K + 1 : 2 * K)
@@ -532,5 +526,8 @@ Expected<std::vector<uint32_t>> placePipelineStages(const PlacementProblem &P,
   std::vector<uint32_t> Best = Cutter.place(BestCuts);
   return std::move(Best);
 }
+
+DP_DEFINE_PLACER(placePipelineStages, describePipelineStages, declareOptions,
+                 placeStages)
 
 } // namespace dp

@@ -58,6 +58,38 @@ parsePlacerOptions(const PlaceOptions &Opts,
   return std::move(O);
 }
 
+/// What a placer with options of its own runs once they are read: \p O,
+/// from Opts.Extra; \p Opts for the options every placer takes.
+template <typename OptionsT>
+using PlaceWithOptionsFn = llvm::Expected<std::vector<uint32_t>> (*)(
+    const PlacementProblem &P, const PlaceOptions &Opts, const OptionsT &O);
+
+/// Runs \p Place with the options of \p Opts that \p Declare declares
+/// (parsePlacerOptions's error where they do not parse).
+template <typename OptionsT>
+llvm::Expected<std::vector<uint32_t>>
+runWithPlacerOptions(const PlacementProblem &P, const PlaceOptions &Opts,
+                     DeclarePlacerOptions<OptionsT> Declare,
+                     PlaceWithOptionsFn<OptionsT> Place) {
+  llvm::Expected<OptionsT> O = parsePlacerOptions(Opts, Declare);
+  if (!O)
+    return O.takeError();
+  return Place(P, Opts, *O);
+}
+
+/// Defines the FUNCTION and OPTIONS of a Placers.def record whose placer
+/// \p PLACE (a PlaceWithOptionsFn) takes the options \p DECLARE declares:
+/// OPTIONS is their table (bindPlacerOptions), and FUNCTION reads them
+/// and runs PLACE with them (runWithPlacerOptions).
+#define DP_DEFINE_PLACER(FUNCTION, OPTIONS, DECLARE, PLACE)                    \
+  PlacerOptionTable OPTIONS(llvm::StringRef Algo) {                            \
+    return bindPlacerOptions(Algo, DECLARE);                                   \
+  }                                                                            \
+  llvm::Expected<std::vector<uint32_t>> FUNCTION(const PlacementProblem &P,    \
+                                                 const PlaceOptions &Opts) {   \
+    return runWithPlacerOptions(P, Opts, DECLARE, PLACE);                      \
+  }
+
 /// The `devices=` option of the placers that take it: the GPUs (or, for
 /// Baechi's placers, every device that is not a CPU), every device, or
 /// (Baechi's) the GPUs with the CPUs for what fits on none of them.

@@ -251,7 +251,7 @@ static Expected<std::vector<uint32_t>>
 mapUnits(const PlacementProblem &P, const PartitionRequest &Request) {
   const Cluster &C = P.getCluster();
   ArrayRef<unsigned> Devices = Request.Devices;
-  unsigned K = Devices.size(), N = P.getNumUnits();
+  unsigned K = Devices.size();
   PartitionGraph G = buildUnitGraph(P, Devices, /*WithMemory=*/false);
   std::vector<double> Speed = getDeviceSpeeds(P, Devices);
   // Seconds per byte of each route.
@@ -263,18 +263,13 @@ mapUnits(const PlacementProblem &P, const PartitionRequest &Request) {
   Expected<std::vector<uint32_t>> Parts =
       mapGraphScotch(G, Speed, Distance, Request.Options);
   if (!Parts)
-    return makeError("place{algo=scotch}: " + toString(Parts.takeError()));
-  std::vector<uint32_t> Placement(N);
-  for (unsigned U = 0; U != N; ++U)
-    Placement[U] = Devices[(*Parts)[U]];
-  return Placement;
+    return Parts.takeError();
+  return placeParts(*Parts, Devices);
 }
 
 Expected<std::vector<uint32_t>> placeScotch(const PlacementProblem &P,
                                             const PlaceOptions &Opts) {
-  return placeByPartitioning(P, "scotch", Opts, [&](const PartitionRequest &R) {
-    return mapUnits(P, R);
-  });
+  return placeByPartitioning(P, "scotch", Opts, mapUnits);
 }
 
 } // namespace dp

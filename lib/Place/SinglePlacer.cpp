@@ -23,20 +23,14 @@ static void declareOptions(OptionTable &T, SingleOptions &O) {
   T.text("device", O.Device, "NAME");
 }
 
-PlacerOptionTable describeSingle(StringRef Algo) {
-  return bindPlacerOptions<SingleOptions>(Algo, declareOptions);
-}
-
 /// Every unit on one device: the `device=` option if given, else the
 /// fastest device on which the simulated step fits in memory.
-Expected<std::vector<uint32_t>> placeSingle(const PlacementProblem &P,
-                                            const PlaceOptions &Opts) {
-  Expected<SingleOptions> O = parsePlacerOptions(Opts, declareOptions);
-  if (!O)
-    return O.takeError();
+static Expected<std::vector<uint32_t>>
+placeOnOneDevice(const PlacementProblem &P, const PlaceOptions &,
+                 const SingleOptions &O) {
   const Cluster &C = P.getCluster();
   unsigned N = P.getNumUnits();
-  StringRef Forced = O->Device;
+  StringRef Forced = O.Device;
   if (!Forced.empty()) {
     int Dev = C.lookupDevice(Forced);
     if (Dev < 0)
@@ -83,5 +77,7 @@ Expected<std::vector<uint32_t>> placeSingle(const PlacementProblem &P,
         " (place{algo=single,device=NAME} places it there anyway)");
   return std::vector<uint32_t>(N, uint32_t(Best));
 }
+
+DP_DEFINE_PLACER(placeSingle, describeSingle, declareOptions, placeOnOneDevice)
 
 } // namespace dp

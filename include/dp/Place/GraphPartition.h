@@ -45,9 +45,10 @@ struct PartitionRequest {
   PartitionOptions Options;
 };
 
-/// Partitions \p P's units among Request.Devices: a device per unit.
+/// Partitions \p P's units among Request.Devices: a device per unit. Its
+/// errors are the library's; the driver names the placer before them.
 using PartitionFn = llvm::function_ref<llvm::Expected<std::vector<uint32_t>>(
-    const PartitionRequest &Request)>;
+    const PlacementProblem &P, const PartitionRequest &Request)>;
 
 /// The driver of the partitioning placer \p Algo. Its options:
 /// `devices=gpus|all` (the devices to partition among: the GPUs, the
@@ -83,6 +84,11 @@ PartitionGraph buildUnitGraph(const PlacementProblem &P,
 void assignPartsToDevices(const PlacementProblem &P,
                           llvm::ArrayRef<uint32_t> UnitPart,
                           std::vector<unsigned> &PartDevice);
+
+/// The placement that puts each unit on the device of its part: the entry
+/// of \p PartDevice for the unit's part in \p UnitPart.
+std::vector<uint32_t> placeParts(llvm::ArrayRef<uint32_t> UnitPart,
+                                 llvm::ArrayRef<unsigned> PartDevice);
 
 /// Makes \p Placement (a device per unit, each one of \p Devices) fit in
 /// memory. The simulator judges whether it fits; while it does not, units
