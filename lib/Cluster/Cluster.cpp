@@ -43,6 +43,17 @@ int Cluster::lookupType(StringRef N) const {
   return -1;
 }
 
+int lookupNode(ArrayRef<Device> Devices, ArrayRef<std::string> Switches,
+               StringRef Name) {
+  for (unsigned I = 0, E = Devices.size(); I != E; ++I)
+    if (Devices[I].Name == Name)
+      return I;
+  for (unsigned I = 0, E = Switches.size(); I != E; ++I)
+    if (Switches[I] == Name)
+      return Devices.size() + I;
+  return -1;
+}
+
 double SharedGroup::getCapacity() const {
   double Best = 0;
   for (unsigned K = 0, E = Speed.size(); K != E; ++K)

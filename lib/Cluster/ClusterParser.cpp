@@ -608,8 +608,6 @@ private:
   void readLinks(const DocNode &N);
   void readShared(const DocNode &N);
   bool readLinkEnds(const DocNode &Between, Link &Out, std::string (&Ends)[2]);
-  /// The node (device, then switch) named \p Name, or -1.
-  int lookupNode(StringRef Name) const;
   void checkReachability();
 
   StringRef File;
@@ -820,16 +818,6 @@ void ClusterReader::readSwitches(const DocNode &N) {
     }
 }
 
-int ClusterReader::lookupNode(StringRef Name) const {
-  for (unsigned I = 0, E = Devices.size(); I != E; ++I)
-    if (Devices[I].Name == Name)
-      return I;
-  for (unsigned I = 0, E = Switches.size(); I != E; ++I)
-    if (Switches[I] == Name)
-      return Devices.size() + I;
-  return -1;
-}
-
 /// Reads the endpoints of a link into \p Out and their names into \p Ends.
 bool ClusterReader::readLinkEnds(const DocNode &Between, Link &Out,
                                  std::string (&Ends)[2]) {
@@ -850,7 +838,7 @@ bool ClusterReader::readLinkEnds(const DocNode &Between, Link &Out,
       continue;
     }
     Ends[I] = *EndName;
-    int Node = lookupNode(*EndName);
+    int Node = lookupNode(Devices, Switches, *EndName);
     if (Node < 0) {
       // A device that could not be read is reported already.
       if (AllDevicesRead || !NodeNames.count(*EndName))

@@ -81,6 +81,18 @@ public:
     assert(It != Types.end() && "preset device of an unknown type");
     Devices.push_back({DevName.str(), unsigned(It - Types.begin())});
   }
+  /// Adds types \p GPU and \p CPU, then devices "gpu:0" to "gpu:<NumGPUs-1>"
+  /// of the first and "cpu:0" to "cpu:<NumCPUs-1>" of the second.
+  void addDevices(DeviceType GPU, unsigned NumGPUs, DeviceType CPU,
+                  unsigned NumCPUs = 1) {
+    std::string GPUType = GPU.Name, CPUType = CPU.Name;
+    addType(std::move(GPU));
+    addType(std::move(CPU));
+    for (unsigned G = 0; G != NumGPUs; ++G)
+      addDevice("gpu:" + Twine(G), GPUType);
+    for (unsigned C = 0; C != NumCPUs; ++C)
+      addDevice("cpu:" + Twine(C), CPUType);
+  }
   void addSwitch(const Twine &SwitchName) {
     Switches.push_back(SwitchName.str());
   }
@@ -111,13 +123,10 @@ private:
   };
 
   unsigned lookupNode(StringRef N) const {
-    for (unsigned I = 0, E = Devices.size(); I != E; ++I)
-      if (Devices[I].Name == N)
-        return I;
-    for (unsigned I = 0, E = Switches.size(); I != E; ++I)
-      if (Switches[I] == N)
-        return Devices.size() + I;
-    llvm_unreachable("preset link to an unknown node");
+    int Node = dp::lookupNode(Devices, Switches, N);
+    if (Node < 0)
+      llvm_unreachable("preset link to an unknown node");
+    return Node;
   }
 
   std::string Name;
@@ -242,11 +251,7 @@ static void addDualSocketHost(PresetBuilder &B, StringRef Prefix, StringRef Cpu,
 /// switches, one switch per socket of the two Xeon E5-2650 v4.
 static Expected<Cluster> getP100x4() {
   PresetBuilder B("p100x4");
-  B.addType(getP100());
-  B.addType(getXeonE52650v4x2());
-  for (unsigned G = 0; G != 4; ++G)
-    B.addDevice("gpu:" + Twine(G), "p100");
-  B.addDevice("cpu:0", "xeon-e5-2650v4-2s");
+  B.addDevices(getP100(), 4, getXeonE52650v4x2());
   addDualSocketHost(B, "", "cpu:0", 76.8 * GBps, QPIx2, /*NumSwitches=*/2,
                     /*GPUsPerSwitch=*/2, /*FirstGPU=*/0, PCIe3x16);
   return B.build();
@@ -258,11 +263,7 @@ static Expected<Cluster> getP100x4() {
 /// PCIe switches hold two boards each.
 static Expected<Cluster> getK80(unsigned NumGPUs) {
   PresetBuilder B(("k80x" + Twine(NumGPUs)).str());
-  B.addType(getK80());
-  B.addType(getXeonE52686v4());
-  for (unsigned G = 0; G != NumGPUs; ++G)
-    B.addDevice("gpu:" + Twine(G), "k80");
-  B.addDevice("cpu:0", "xeon-e5-2686v4");
+  B.addDevices(getK80(), NumGPUs, getXeonE52686v4());
   B.addSwitch("rc0");
   B.addLink("cpu:0", "rc0", 76.8 * GBps, 0);
   unsigned NumBoards = NumGPUs / 2;
@@ -295,11 +296,7 @@ static const struct {
 /// with two GPUs each, two per socket of the two Xeon E5-2698 v4.
 static Expected<Cluster> getV100x8NVLink() {
   PresetBuilder B("v100x8-nvlink");
-  B.addType(getV100());
-  B.addType(getXeonE52698v4x2());
-  for (unsigned G = 0; G != 8; ++G)
-    B.addDevice("gpu:" + Twine(G), "v100");
-  B.addDevice("cpu:0", "xeon-e5-2698v4-2s");
+  B.addDevices(getV100(), 8, getXeonE52698v4x2());
   for (const auto &L : DGX1NVLinks)
     B.addLink("gpu:" + Twine(L.A), "gpu:" + Twine(L.B), L.NumLinks * NVLink2,
               NVLinkLatency);
@@ -313,11 +310,7 @@ static Expected<Cluster> getV100x8NVLink() {
 /// four switches with two GPUs each, two per socket.
 static Expected<Cluster> getH100x8() {
   PresetBuilder B("h100x8");
-  B.addType(getH100());
-  B.addType(getXeon8480Cx2());
-  for (unsigned G = 0; G != 8; ++G)
-    B.addDevice("gpu:" + Twine(G), "h100");
-  B.addDevice("cpu:0", "xeon-8480c-2s");
+  B.addDevices(getH100(), 8, getXeon8480Cx2());
   // NVLink first: between two GPUs it ties with the two PCIe hops through
   // a shared PCIe switch, and routes take the first link found.
   B.addSwitch("nvswitch");
@@ -334,12 +327,7 @@ static Expected<Cluster> getH100x8() {
 /// meet in one InfiniBand switch.
 static Expected<Cluster> getV100x4x2IB() {
   PresetBuilder B("v100x4x2-ib");
-  B.addType(getV100());
-  B.addType(getXeonE52698v4x2());
-  for (unsigned G = 0; G != 8; ++G)
-    B.addDevice("gpu:" + Twine(G), "v100");
-  for (unsigned N = 0; N != 2; ++N)
-    B.addDevice("cpu:" + Twine(N), "xeon-e5-2698v4-2s");
+  B.addDevices(getV100(), 8, getXeonE52698v4x2(), /*NumCPUs=*/2);
   for (const auto &L : DGX1NVLinks)
     if (L.A / 4 == L.B / 4)
       B.addLink("gpu:" + Twine(L.A), "gpu:" + Twine(L.B), L.NumLinks * NVLink2,

@@ -84,6 +84,13 @@ public:
       s(Count);
     }
   }
+  /// Writes the count of \p Values, then each with \p Write.
+  template <typename RangeT, typename T>
+  void list(const RangeT &Values, void (Writer::*Write)(T)) {
+    u(Values.size());
+    for (const auto &V : Values)
+      (this->*Write)(V);
+  }
   void attr(const Attribute &A);
   void attrs(const AttributeList &L) {
     u(L.size());
@@ -111,33 +118,23 @@ void Writer::attr(const Attribute &A) {
     str(A.getString());
     return;
   case AttrKind::Ints:
-    u(A.getInts().size());
-    for (int64_t V : A.getInts())
-      s(V);
+    list(A.getInts(), &Writer::s);
     return;
   case AttrKind::Floats:
-    u(A.getFloats().size());
-    for (double V : A.getFloats())
-      f(V);
+    list(A.getFloats(), &Writer::f);
     return;
   case AttrKind::Strings:
-    u(A.getStrings().size());
-    for (const std::string &V : A.getStrings())
-      str(V);
+    list(A.getStrings(), &Writer::str);
     return;
   case AttrKind::Tensor:
   case AttrKind::Tensors:
   case AttrKind::Type:
   case AttrKind::Types:
-    u(A.getTensorTypes().size());
-    for (const TensorType &T : A.getTensorTypes())
-      type(T);
+    list(A.getTensorTypes(), &Writer::type);
     return;
   case AttrKind::Graph:
   case AttrKind::Graphs:
-    u(A.getGraphSummaries().size());
-    for (const GraphSummary &S : A.getGraphSummaries())
-      summary(S);
+    list(A.getGraphSummaries(), &Writer::summary);
     return;
   }
   llvm_unreachable("unknown AttrKind");
@@ -234,6 +231,36 @@ private:
   Error byte(uint8_t &B);
   Error type(TensorType &T, bool AllowUnknown);
   Error summary(GraphSummary &S);
+  /// Reads one value with \p Read into the attribute \p Make builds. (The
+  /// default type of \p Make, here and in listAttr, picks the static
+  /// builder among Attribute's overloads, as in Attribute::getInt.)
+  template <typename T, typename MakeFn = Attribute (*)(T)>
+  Error scalarAttr(Attribute &A, Error (Reader::*Read)(T &), MakeFn Make) {
+    T V{};
+    if (Error E = (this->*Read)(V))
+      return E;
+    A = Make(std::move(V));
+    return Error::success();
+  }
+  /// Reads a count of values each at least \p MinItemBytes long (one
+  /// value when \p Single), then the values with \p Read, into the
+  /// attribute \p Make builds.
+  template <typename T, typename ReadFn,
+            typename MakeFn = Attribute (*)(std::vector<T>)>
+  Error listAttr(Attribute &A, unsigned MinItemBytes, bool Single, ReadFn Read,
+                 MakeFn Make) {
+    uint64_t N;
+    if (Error E = count(N, MinItemBytes))
+      return E;
+    if (Single && N != 1)
+      return error("a single-valued attribute holds " + Twine(N) + " values");
+    std::vector<T> V(N);
+    for (T &X : V)
+      if (Error E = Read(X))
+        return E;
+    A = Make(std::move(V));
+    return Error::success();
+  }
   Error attr(Attribute &A);
   Error attrs(AttributeList &L);
   Error tensorId(const Graph &G, uint64_t &Id);
@@ -361,102 +388,51 @@ Error Reader::attr(Attribute &A) {
   if (K > uint8_t(AttrKind::Types))
     return error("unknown attribute kind " + Twine(K));
   AttrKind Kind = AttrKind(K);
-  uint64_t N;
+  auto ReadS = [this](int64_t &X) { return s(X); };
+  auto ReadF = [this](double &X) { return f(X); };
+  auto ReadStr = [this](std::string &X) { return str(X); };
   switch (Kind) {
-  case AttrKind::Int: {
-    int64_t V = 0;
-    if (Error E = s(V))
-      return E;
-    A = Attribute::getInt(V);
-    return Error::success();
-  }
-  case AttrKind::Float: {
-    double V = 0;
-    if (Error E = f(V))
-      return E;
-    A = Attribute::getFloat(V);
-    return Error::success();
-  }
-  case AttrKind::String: {
-    std::string V;
-    if (Error E = str(V))
-      return E;
-    A = Attribute::getString(std::move(V));
-    return Error::success();
-  }
-  case AttrKind::Ints: {
-    if (Error E = count(N))
-      return E;
-    std::vector<int64_t> V(N);
-    for (int64_t &X : V)
-      if (Error E = s(X))
-        return E;
-    A = Attribute::getInts(std::move(V));
-    return Error::success();
-  }
-  case AttrKind::Floats: {
-    if (Error E = count(N, 8))
-      return E;
-    std::vector<double> V(N);
-    for (double &X : V)
-      if (Error E = f(X))
-        return E;
-    A = Attribute::getFloats(std::move(V));
-    return Error::success();
-  }
-  case AttrKind::Strings: {
-    if (Error E = count(N))
-      return E;
-    std::vector<std::string> V(N);
-    for (std::string &X : V)
-      if (Error E = str(X))
-        return E;
-    A = Attribute::getStrings(std::move(V));
-    return Error::success();
-  }
+  case AttrKind::Int:
+    return scalarAttr(A, &Reader::s, Attribute::getInt);
+  case AttrKind::Float:
+    return scalarAttr(A, &Reader::f, Attribute::getFloat);
+  case AttrKind::String:
+    return scalarAttr(A, &Reader::str, Attribute::getString);
+  case AttrKind::Ints:
+    return listAttr<int64_t>(A, 1, false, ReadS, Attribute::getInts);
+  case AttrKind::Floats:
+    return listAttr<double>(A, 8, false, ReadF, Attribute::getFloats);
+  case AttrKind::Strings:
+    return listAttr<std::string>(A, 1, false, ReadStr, Attribute::getStrings);
   case AttrKind::Tensor:
   case AttrKind::Tensors:
   case AttrKind::Type:
-  case AttrKind::Types: {
-    if (Error E = count(N, 2))
-      return E;
-    bool Single = Kind == AttrKind::Tensor || Kind == AttrKind::Type;
-    if (Single && N != 1)
-      return error("a single-valued attribute holds " + Twine(N) + " values");
-    std::vector<TensorType> V(N);
-    for (TensorType &T : V)
-      if (Error E = type(T, /*AllowUnknown=*/true))
-        return E;
-    switch (Kind) {
-    case AttrKind::Tensor:
-      A = Attribute::getTensor(std::move(V.front()));
-      break;
-    case AttrKind::Type:
-      A = Attribute::getType(std::move(V.front()));
-      break;
-    case AttrKind::Tensors:
-      A = Attribute::getTensors(std::move(V));
-      break;
-    default:
-      A = Attribute::getTypes(std::move(V));
-      break;
-    }
-    return Error::success();
-  }
+  case AttrKind::Types:
+    return listAttr<TensorType>(
+        A, 2, Kind == AttrKind::Tensor || Kind == AttrKind::Type,
+        [this](TensorType &T) { return type(T, /*AllowUnknown=*/true); },
+        [Kind](std::vector<TensorType> V) {
+          switch (Kind) {
+          case AttrKind::Tensor:
+            return Attribute::getTensor(std::move(V.front()));
+          case AttrKind::Type:
+            return Attribute::getType(std::move(V.front()));
+          case AttrKind::Tensors:
+            return Attribute::getTensors(std::move(V));
+          default:
+            return Attribute::getTypes(std::move(V));
+          }
+        });
   case AttrKind::Graph:
-  case AttrKind::Graphs: {
-    if (Error E = count(N, 4))
-      return E;
-    if (Kind == AttrKind::Graph && N != 1)
-      return error("a single-valued attribute holds " + Twine(N) + " values");
-    std::vector<GraphSummary> V(N);
-    for (GraphSummary &S : V)
-      if (Error E = summary(S))
-        return E;
-    A = Kind == AttrKind::Graph ? Attribute::getGraph(std::move(V.front()))
-                                : Attribute::getGraphs(std::move(V));
-    return Error::success();
-  }
+  case AttrKind::Graphs:
+    return listAttr<GraphSummary>(
+        A, 4, Kind == AttrKind::Graph,
+        [this](GraphSummary &S) { return summary(S); },
+        [Kind](std::vector<GraphSummary> V) {
+          return Kind == AttrKind::Graph
+                     ? Attribute::getGraph(std::move(V.front()))
+                     : Attribute::getGraphs(std::move(V));
+        });
   }
   llvm_unreachable("unknown AttrKind");
 }

@@ -313,11 +313,23 @@ private:
   Error parseGraphBody(Graph &G);
   Error parseOp(Graph &G);
   Error parseTensorDecl(Graph &G, bool IsWeight);
+  /// Parses a name token of \p Kind (an error "expected \p Expected"
+  /// otherwise) into \p Name; a name \p IsDefined holds is an error at it.
+  Error parseNewName(TokKind Kind, const Twine &Expected,
+                     function_ref<bool(StringRef)> IsDefined,
+                     std::string &Name);
+  /// Parses "%name : type" naming a new tensor (see parseNewName);
+  /// \p Colon is what the error wants when the ':' is missing.
+  Error parseNewTensor(const Twine &Expected, StringRef Colon,
+                       function_ref<bool(StringRef)> IsDefined,
+                       std::string &Name, TensorType &T);
   Error parseTensorType(TensorType &T, bool AllowUnknown);
   Error parseIdentifier(std::string &Out, StringRef What);
   Error parseAttributeList(AttributeList &L, TokKind Close);
   Error parseAttribute(Attribute &A);
   Error parseListAttribute(Attribute &A);
+  /// A float attribute: a number, nan or inf.
+  Error parseFloatAttribute(Attribute &A);
   /// Parses "<Prefix><type>" (tensor<f32[2]>, type<?[?]>).
   Error parseTypeAttr(StringRef Prefix, TensorType &T);
   /// Parses one or more comma-separated elements with \p ParseOne.
@@ -538,6 +550,14 @@ Error Parser::parseListAttribute(Attribute &A) {
   return expect(TokKind::RSquare, "',' or ']' in a list");
 }
 
+Error Parser::parseFloatAttribute(Attribute &A) {
+  double V;
+  if (Error E = parseFloat(V))
+    return E;
+  A = Attribute::getFloat(V);
+  return Error::success();
+}
+
 Error Parser::parseAttribute(Attribute &A) {
   switch (Tok.Kind) {
   case TokKind::Integer: {
@@ -547,13 +567,8 @@ Error Parser::parseAttribute(Attribute &A) {
     A = Attribute::getInt(V);
     return Error::success();
   }
-  case TokKind::Float: {
-    double V;
-    if (Error E = parseFloat(V))
-      return E;
-    A = Attribute::getFloat(V);
-    return Error::success();
-  }
+  case TokKind::Float:
+    return parseFloatAttribute(A);
   case TokKind::String:
     A = Attribute::getString(Tok.Text);
     consume();
@@ -571,18 +586,17 @@ Error Parser::parseAttribute(Attribute &A) {
   }
 
   std::string Head = Tok.Text;
-  if (Head == "nan" || Head == "inf") {
-    double V;
-    if (Error E = parseFloat(V))
-      return E;
-    A = Attribute::getFloat(V);
-    return Error::success();
-  }
-  static const std::pair<const char *, AttrKind> EmptyLists[] = {
-      {"ints", AttrKind::Ints},       {"floats", AttrKind::Floats},
-      {"strings", AttrKind::Strings}, {"tensors", AttrKind::Tensors},
-      {"graphs", AttrKind::Graphs},   {"types", AttrKind::Types}};
-  for (const auto &[Name, Kind] : EmptyLists) {
+  if (Head == "nan" || Head == "inf")
+    return parseFloatAttribute(A);
+  using MakeEmptyFn = Attribute (*)();
+  static const std::pair<const char *, MakeEmptyFn> EmptyLists[] = {
+      {"ints", [] { return Attribute::getInts({}); }},
+      {"floats", [] { return Attribute::getFloats({}); }},
+      {"strings", [] { return Attribute::getStrings({}); }},
+      {"tensors", [] { return Attribute::getTensors({}); }},
+      {"graphs", [] { return Attribute::getGraphs({}); }},
+      {"types", [] { return Attribute::getTypes({}); }}};
+  for (const auto &[Name, MakeEmpty] : EmptyLists) {
     if (Head != Name)
       continue;
     consume();
@@ -591,26 +605,7 @@ Error Parser::parseAttribute(Attribute &A) {
     if (Error E = expect(TokKind::RSquare, "']' (only empty lists are "
                                            "written with their kind)"))
       return E;
-    switch (Kind) {
-    case AttrKind::Ints:
-      A = Attribute::getInts({});
-      break;
-    case AttrKind::Floats:
-      A = Attribute::getFloats({});
-      break;
-    case AttrKind::Strings:
-      A = Attribute::getStrings({});
-      break;
-    case AttrKind::Tensors:
-      A = Attribute::getTensors({});
-      break;
-    case AttrKind::Graphs:
-      A = Attribute::getGraphs({});
-      break;
-    default:
-      A = Attribute::getTypes({});
-      break;
-    }
+    A = MakeEmpty();
     return Error::success();
   }
   if (Head == "tensor" || Head == "type") {
@@ -653,18 +648,36 @@ Error Parser::parseAttributeList(AttributeList &L, TokKind Close) {
   return expect(Close, Close == TokKind::RBrace ? "',' or '}'" : "',' or ']'");
 }
 
-Error Parser::parseTensorDecl(Graph &G, bool IsWeight) {
-  if (Tok.Kind != TokKind::TensorName)
-    return errorHere("expected a tensor name such as '%x'");
+Error Parser::parseNewName(TokKind Kind, const Twine &Expected,
+                           function_ref<bool(StringRef)> IsDefined,
+                           std::string &Name) {
+  if (Tok.Kind != Kind)
+    return errorHere("expected " + Expected);
   const char *NameLoc = Tok.Loc;
-  std::string Name = Tok.Text;
+  Name = Tok.Text;
   consume();
-  if (G.lookupTensor(Name) != NoId)
-    return errorAt(NameLoc, "tensor '%" + Name + "' is already defined");
-  if (Error E = expect(TokKind::Colon, "':' after the tensor name"))
+  if (IsDefined(Name))
+    return errorAt(NameLoc, (Kind == TokKind::OpName ? "op '@" : "tensor '%") +
+                                Name + "' is already defined");
+  return Error::success();
+}
+
+Error Parser::parseNewTensor(const Twine &Expected, StringRef Colon,
+                             function_ref<bool(StringRef)> IsDefined,
+                             std::string &Name, TensorType &T) {
+  if (Error E = parseNewName(TokKind::TensorName, Expected, IsDefined, Name))
     return E;
+  if (Error E = expect(TokKind::Colon, Colon))
+    return E;
+  return parseTensorType(T, /*AllowUnknown=*/false);
+}
+
+Error Parser::parseTensorDecl(Graph &G, bool IsWeight) {
+  std::string Name;
   TensorType T;
-  if (Error E = parseTensorType(T, /*AllowUnknown=*/false))
+  if (Error E = parseNewTensor(
+          "a tensor name such as '%x'", "':' after the tensor name",
+          [&](StringRef N) { return G.lookupTensor(N) != NoId; }, Name, T))
     return E;
   if (IsWeight)
     G.addWeight(Name, std::move(T));
@@ -675,13 +688,11 @@ Error Parser::parseTensorDecl(Graph &G, bool IsWeight) {
 
 Error Parser::parseOp(Graph &G) {
   // op @name = [domain::]Type(operands) -> (results) {attrs} [annots] loc("")
-  if (Tok.Kind != TokKind::OpName)
-    return errorHere("expected an op name such as '@conv1'");
-  const char *NameLoc = Tok.Loc;
-  std::string Name = Tok.Text;
-  consume();
-  if (G.lookupOp(Name) != NoId)
-    return errorAt(NameLoc, "op '@" + Name + "' is already defined");
+  std::string Name;
+  if (Error E = parseNewName(
+          TokKind::OpName, "an op name such as '@conv1'",
+          [&](StringRef N) { return G.lookupOp(N) != NoId; }, Name))
+    return E;
   if (Error E = expect(TokKind::Equal, "'=' after the op name"))
     return E;
   std::string Domain, Type;
@@ -730,18 +741,16 @@ Error Parser::parseOp(Graph &G) {
         ResultTypes.emplace_back();
         continue;
       }
-      if (Tok.Kind != TokKind::TensorName)
-        return errorHere("expected a result ('%name : type' or 'none')");
-      const char *ResLoc = Tok.Loc;
-      std::string RName = Tok.Text;
-      consume();
-      if (G.lookupTensor(RName) != NoId ||
-          llvm::is_contained(ResultNames, RName))
-        return errorAt(ResLoc, "tensor '%" + RName + "' is already defined");
-      if (Error E = expect(TokKind::Colon, "':' after the result name"))
-        return E;
+      std::string RName;
       TensorType T;
-      if (Error E = parseTensorType(T, /*AllowUnknown=*/false))
+      if (Error E = parseNewTensor(
+              "a result ('%name : type' or 'none')",
+              "':' after the result name",
+              [&](StringRef N) {
+                return G.lookupTensor(N) != NoId ||
+                       llvm::is_contained(ResultNames, N);
+              },
+              RName, T))
         return E;
       ResultNames.push_back(std::move(RName));
       ResultTypes.push_back(std::move(T));

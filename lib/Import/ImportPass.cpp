@@ -74,22 +74,39 @@ static Optional<std::vector<int64_t>> parseDims(StringRef Text) {
   return Dims;
 }
 
-OptionTable ImportONNXPass::describeOptions(ImportOptions &O) {
-  OptionTable T(name().str());
+/// The value a pipeline prints for an option that is unset until given
+/// (batch), or for one that is 1 unless given (microbatches, replicas).
+static Optional<int64_t> getGivenValue(const Optional<int64_t> &V) { return V; }
+
+static Optional<int64_t> getGivenValue(int64_t V) {
+  return V > 1 ? Optional<int64_t>(V) : None;
+}
+
+/// Adds option \p Key, a positive integer stored into \p Value and printed
+/// back when it was given.
+template <typename ValueT>
+static void addPositiveOption(OptionTable &T, StringRef Key, StringRef Meta,
+                              ValueT &Value) {
   T.custom(
-      "batch", "N",
-      [&O](StringRef Value) -> Error {
-        int64_t N;
-        if (!to_integer(Value, N, 10) || N <= 0)
-          return makeError("batch must be a positive integer, not '" + Value +
+      Key, Meta,
+      [Key, &Value](StringRef Text) -> Error {
+        Optional<int64_t> N = parsePositive(Text);
+        if (!N)
+          return makeError(Key + " must be a positive integer, not '" + Text +
                            "'");
-        O.Batch = N;
+        Value = *N;
         return Error::success();
       },
-      [&O] {
-        return O.Batch ? std::vector<std::string>{std::to_string(*O.Batch)}
-                       : std::vector<std::string>{};
+      [&Value] {
+        Optional<int64_t> N = getGivenValue(Value);
+        return N ? std::vector<std::string>{std::to_string(*N)}
+                 : std::vector<std::string>{};
       });
+}
+
+OptionTable ImportONNXPass::describeOptions(ImportOptions &O) {
+  OptionTable T(name().str());
+  addPositiveOption(T, "batch", "N", O.Batch);
   addNamedOption<int64_t>(T, "dim", "NAME:N", "N a positive integer", O.Dims,
                           /*Once=*/false, parsePositive,
                           [](const int64_t &N) { return std::to_string(N); });
@@ -113,36 +130,8 @@ OptionTable ImportONNXPass::describeOptions(ImportOptions &O) {
   addNamedOption<int64_t>(T, "bound", "TENSOR:N", "N a positive integer",
                           O.Bounds, /*Once=*/true, parsePositive,
                           [](const int64_t &N) { return std::to_string(N); });
-  T.custom(
-      "microbatches", "M",
-      [&O](StringRef Value) -> Error {
-        Optional<int64_t> N = parsePositive(Value);
-        if (!N)
-          return makeError("microbatches must be a positive integer, not '" +
-                           Value + "'");
-        O.MicroBatches = *N;
-        return Error::success();
-      },
-      [&O] {
-        return O.MicroBatches > 1
-                   ? std::vector<std::string>{std::to_string(O.MicroBatches)}
-                   : std::vector<std::string>{};
-      });
-  T.custom(
-      "replicas", "R",
-      [&O](StringRef Value) -> Error {
-        Optional<int64_t> N = parsePositive(Value);
-        if (!N)
-          return makeError("replicas must be a positive integer, not '" +
-                           Value + "'");
-        O.Replicas = *N;
-        return Error::success();
-      },
-      [&O] {
-        return O.Replicas > 1
-                   ? std::vector<std::string>{std::to_string(O.Replicas)}
-                   : std::vector<std::string>{};
-      });
+  addPositiveOption(T, "microbatches", "M", O.MicroBatches);
+  addPositiveOption(T, "replicas", "R", O.Replicas);
   addBatchAxisOption(T, O.BatchAxes);
   return T;
 }

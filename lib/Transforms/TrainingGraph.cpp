@@ -83,6 +83,16 @@ static bool isFloatTensor(const Graph &G, TensorId T) {
   return T != NoId && isFloatDType(G.getTensor(T).Type.DType);
 }
 
+/// Whether a tensor of \p Tensors at an index in \p Diff (the op's
+/// differentiable operands or results) is one that \p Flagged marks.
+static bool anyFlagged(ArrayRef<TensorId> Tensors, const IndexSet &Diff,
+                       const std::vector<bool> &Flagged) {
+  for (unsigned I = 0, E = Tensors.size(); I != E; ++I)
+    if (Tensors[I] != NoId && Diff.contains(I) && Flagged[Tensors[I]])
+      return true;
+  return false;
+}
+
 static AttributeList makeAnnotations(StringRef Phase, StringRef Colocate) {
   AttributeList A;
   ann::set(A, ann::Phase, Phase);
@@ -145,14 +155,8 @@ void TrainingGraphBuilder::computeRequires(OpId End) {
   for (OpId O = 0; O != End; ++O) {
     const Op &Node = G.getOp(O);
     const BackwardRule &Rule = getBackwardRule(Node.Domain, Node.Type);
-    if (Rule.Kind == BackwardKind::None)
-      continue;
-    bool Any = false;
-    for (unsigned I = 0, E = Node.Operands.size(); I != E && !Any; ++I) {
-      TensorId T = Node.Operands[I];
-      Any = T != NoId && Rule.DiffOperands.contains(I) && Requires[T];
-    }
-    if (!Any)
+    if (Rule.Kind == BackwardKind::None ||
+        !anyFlagged(Node.Operands, Rule.DiffOperands, Requires))
       continue;
     for (unsigned I = 0, E = Node.Results.size(); I != E; ++I) {
       TensorId T = Node.Results[I];
@@ -220,14 +224,8 @@ void TrainingGraphBuilder::computeGradientFlow(TensorId Loss, OpId End) {
   for (OpId O = End; O-- != 0;) {
     const Op &Node = G.getOp(O);
     const BackwardRule &Rule = getBackwardRule(Node.Domain, Node.Type);
-    if (Rule.Kind == BackwardKind::None)
-      continue;
-    bool Any = false;
-    for (unsigned I = 0, E = Node.Results.size(); I != E && !Any; ++I) {
-      TensorId T = Node.Results[I];
-      Any = T != NoId && Rule.DiffResults.contains(I) && HasGrad[T];
-    }
-    if (!Any)
+    if (Rule.Kind == BackwardKind::None ||
+        !anyFlagged(Node.Results, Rule.DiffResults, HasGrad))
       continue;
     NeedsBackward[O] = true;
     for (unsigned I = 0, E = Node.Operands.size(); I != E; ++I) {

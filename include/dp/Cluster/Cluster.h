@@ -186,6 +186,12 @@ private:
   std::vector<RouteInfo> Routes;
 };
 
+/// The node named \p Name as a Link's ends number nodes (the \p Devices in
+/// order, then the \p Switches), or -1 when there is none; for building
+/// the \p Links that Cluster::create takes.
+int lookupNode(llvm::ArrayRef<Device> Devices,
+               llvm::ArrayRef<std::string> Switches, llvm::StringRef Name);
+
 /// The built-in presets' names, in the order -print-cluster lists them.
 llvm::ArrayRef<llvm::StringRef> getClusterPresetNames();
 
