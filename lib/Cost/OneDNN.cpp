@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dp/Cost/OneDNN.h"
+#include "OpAttributes.h"
 #include "dp/Support/Diagnostics.h"
 #include "dp/Support/EnumNames.h"
 #include "dp/Support/FileOutput.h"
@@ -174,22 +175,6 @@ static memory::dims padRank(ArrayRef<int64_t> D, size_t Rank) {
   return R;
 }
 
-static int64_t getInt(const Op &O, StringRef Name, int64_t Default) {
-  const Attribute *A = O.Attrs.get(Name);
-  return A && A->getKind() == AttrKind::Int ? A->getInt() : Default;
-}
-
-static double getFloat(const Op &O, StringRef Name, double Default) {
-  const Attribute *A = O.Attrs.get(Name);
-  return A && A->getKind() == AttrKind::Float ? A->getFloat() : Default;
-}
-
-static StringRef getString(const Op &O, StringRef Name, StringRef Default) {
-  const Attribute *A = O.Attrs.get(Name);
-  return A && A->getKind() == AttrKind::String ? StringRef(A->getString())
-                                               : Default;
-}
-
 /// The ints of \p Name, or \p N copies of \p Default.
 static std::vector<int64_t> getInts(const Op &O, StringRef Name, size_t N,
                                     int64_t Default) {
@@ -210,7 +195,7 @@ static void appendWindowParams(const Op &O, ArrayRef<int64_t> In,
   std::vector<int64_t> Strides = getInts(O, "strides", N, 1);
   std::vector<int64_t> Dilations = getInts(O, "dilations", N, 1);
   std::vector<int64_t> Pads = getInts(O, "pads", 2 * N, 0);
-  StringRef AutoPad = getString(O, "auto_pad", "NOTSET");
+  StringRef AutoPad = getStringAttr(O, "auto_pad", "NOTSET");
   std::vector<int64_t> Left(N), Right(N);
   for (size_t I = 0; I != N; ++I) {
     int64_t Extent = (Kernel[I] - 1) * Dilations[I] + 1;
@@ -251,14 +236,14 @@ static Optional<ConvShapes> getConvShapes(const Graph &G, const Op &O) {
 }
 
 /// A convolution problem of \p Kind from Conv (or ConvTranspose) op \p O.
-static Optional<Problem> getConvProblem(const Graph &G, const Op &O,
-                                        PrimKind Kind) {
+static Optional<Problem> getConvolutionProblem(const Graph &G, const Op &O,
+                                               PrimKind Kind) {
   Optional<ConvShapes> S = getConvShapes(G, O);
   if (!S)
     return None;
   bool Transposed = O.Type == "ConvTranspose";
   Problem P(Kind);
-  int64_t Groups = getInt(O, "group", 1);
+  int64_t Groups = getIntAttr(O, "group", 1);
   ArrayRef<int64_t> W = S->W->Dims;
   // ONNX weights are [M, C/g, k...] (Conv) or [C, M/g, k...]
   // (ConvTranspose); oneDNN's are [g, OC/g, IC/g, k...].
@@ -278,6 +263,14 @@ static Optional<Problem> getConvProblem(const Graph &G, const Op &O,
   return P;
 }
 
+static Optional<Problem> getConvProblem(const Graph &G, const Op &O) {
+  return getConvolutionProblem(G, O, PrimKind::ConvFwd);
+}
+
+static Optional<Problem> getDeconvProblem(const Graph &G, const Op &O) {
+  return getConvolutionProblem(G, O, PrimKind::DeconvFwd);
+}
+
 /// The three matrices of a MatMul or Gemm as [batch..., rows, cols], with
 /// the transposes Gemm asks for.
 static Optional<Problem> getMatMulProblem(const Graph &G, const Op &O) {
@@ -292,7 +285,7 @@ static Optional<Problem> getMatMulProblem(const Graph &G, const Op &O) {
       return None;
     P.Shapes = {toDims(A->Dims), toDims(B->Dims), toDims(Y->Dims)};
     // Stored transposed: the logical shapes swap their two dimensions.
-    bool TA = getInt(O, "transA", 0), TB = getInt(O, "transB", 0);
+    bool TA = getIntAttr(O, "transA", 0), TB = getIntAttr(O, "transB", 0);
     if (TA)
       std::swap(P.Shapes[0][0], P.Shapes[0][1]);
     if (TB)
@@ -329,7 +322,7 @@ static Optional<Problem> getPoolingProblem(const Graph &G, const Op &O) {
   Problem P(PrimKind::Pooling);
   bool Max = O.Type == "MaxPool" || O.Type == "GlobalMaxPool";
   P.Alg = Max ? algorithm::pooling_max
-          : getInt(O, "count_include_pad", 0)
+          : getIntAttr(O, "count_include_pad", 0)
               ? algorithm::pooling_avg_include_padding
               : algorithm::pooling_avg_exclude_padding;
   P.Shapes = {toDims(X->Dims), toDims(Y->Dims)};
@@ -351,60 +344,78 @@ static Optional<Problem> getPoolingProblem(const Graph &G, const Op &O) {
   return P;
 }
 
+namespace {
+/// The oneDNN algorithm that measures an op type, with its alpha and beta;
+/// alpha is read from the attribute AlphaAttr when it names one, Alpha
+/// being its default.
+struct AlgorithmEntry {
+  StringRef Type;
+  algorithm Alg;
+  double Alpha = 0, Beta = 0;
+  StringRef AlphaAttr;
+};
+} // namespace
+
+static const AlgorithmEntry EltwiseOps[] = {
+    {"Relu", algorithm::eltwise_relu},
+    {"LeakyRelu", algorithm::eltwise_relu, 0.01, 0, "alpha"},
+    {"Elu", algorithm::eltwise_elu, 1.0, 0, "alpha"},
+    {"Tanh", algorithm::eltwise_tanh},
+    {"Sigmoid", algorithm::eltwise_logistic},
+    {"Exp", algorithm::eltwise_exp},
+    {"Log", algorithm::eltwise_log},
+    {"Sqrt", algorithm::eltwise_sqrt},
+    {"Abs", algorithm::eltwise_abs},
+    // eltwise_gelu_tanh with approximate="tanh".
+    {"Gelu", algorithm::eltwise_gelu_erf},
+    {"Softplus", algorithm::eltwise_soft_relu},
+    {"Neg", algorithm::eltwise_linear, -1},
+    {"Round", algorithm::eltwise_round},
+    {"HardSwish", algorithm::eltwise_hardswish},
+    {"Mish", algorithm::eltwise_mish},
+    // The bounds are operands whose values dp does not read; the time
+    // does not depend on them.
+    {"Clip", algorithm::eltwise_clip_v2, 0, 6},
+    {"Reciprocal", algorithm::eltwise_pow, 1, -1},
+};
+
+static const AlgorithmEntry ReductionOps[] = {
+    {"ReduceSum", algorithm::reduction_sum},
+    {"ReduceMean", algorithm::reduction_mean},
+    {"ReduceMax", algorithm::reduction_max},
+    {"ReduceMin", algorithm::reduction_min},
+    {"ReduceProd", algorithm::reduction_mul},
+    {"ReduceL1", algorithm::reduction_norm_lp_sum, 1},
+    {"ReduceL2", algorithm::reduction_norm_lp_sum, 2},
+    {"ReduceSumSquare", algorithm::reduction_norm_lp_power_p_sum, 2},
+};
+
+/// Sets \p P's algorithm, alpha and beta from \p O's entry in \p Table;
+/// false when it has none.
+static bool setAlgorithm(ArrayRef<AlgorithmEntry> Table, const Op &O,
+                         Problem &P) {
+  const AlgorithmEntry *E = find_if(
+      Table, [&](const AlgorithmEntry &Entry) { return Entry.Type == O.Type; });
+  if (E == Table.end())
+    return false;
+  P.Alg = E->Alg;
+  P.Alpha =
+      float(E->AlphaAttr.empty() ? E->Alpha
+                                 : getFloatAttr(O, E->AlphaAttr, E->Alpha));
+  P.Beta = float(E->Beta);
+  return true;
+}
+
 static Optional<Problem> getEltwiseProblem(const Graph &G, const Op &O) {
   const TensorType *X = getOperandType(G, O, 0);
   if (!X)
     return None;
   Problem P(PrimKind::Eltwise);
   P.Shapes = {X->Dims.empty() ? memory::dims{1} : toDims(X->Dims)};
-  StringRef T = O.Type;
-  if (T == "Relu") {
-    P.Alg = algorithm::eltwise_relu;
-  } else if (T == "LeakyRelu") {
-    P.Alg = algorithm::eltwise_relu;
-    P.Alpha = float(getFloat(O, "alpha", 0.01));
-  } else if (T == "Elu") {
-    P.Alg = algorithm::eltwise_elu;
-    P.Alpha = float(getFloat(O, "alpha", 1.0));
-  } else if (T == "Tanh") {
-    P.Alg = algorithm::eltwise_tanh;
-  } else if (T == "Sigmoid") {
-    P.Alg = algorithm::eltwise_logistic;
-  } else if (T == "Exp") {
-    P.Alg = algorithm::eltwise_exp;
-  } else if (T == "Log") {
-    P.Alg = algorithm::eltwise_log;
-  } else if (T == "Sqrt") {
-    P.Alg = algorithm::eltwise_sqrt;
-  } else if (T == "Abs") {
-    P.Alg = algorithm::eltwise_abs;
-  } else if (T == "Gelu") {
-    P.Alg = getString(O, "approximate", "none") == "tanh"
-                ? algorithm::eltwise_gelu_tanh
-                : algorithm::eltwise_gelu_erf;
-  } else if (T == "Softplus") {
-    P.Alg = algorithm::eltwise_soft_relu;
-  } else if (T == "Neg") {
-    P.Alg = algorithm::eltwise_linear;
-    P.Alpha = -1;
-  } else if (T == "Round") {
-    P.Alg = algorithm::eltwise_round;
-  } else if (T == "HardSwish") {
-    P.Alg = algorithm::eltwise_hardswish;
-  } else if (T == "Mish") {
-    P.Alg = algorithm::eltwise_mish;
-  } else if (T == "Clip") {
-    // The bounds are operands whose values dp does not read; the time
-    // does not depend on them.
-    P.Alg = algorithm::eltwise_clip_v2;
-    P.Beta = 6;
-  } else if (T == "Reciprocal") {
-    P.Alg = algorithm::eltwise_pow;
-    P.Alpha = 1;
-    P.Beta = -1;
-  } else {
+  if (!setAlgorithm(EltwiseOps, O, P))
     return None;
-  }
+  if (O.Type == "Gelu" && getStringAttr(O, "approximate", "none") == "tanh")
+    P.Alg = algorithm::eltwise_gelu_tanh;
   return P;
 }
 
@@ -460,7 +471,7 @@ static Optional<Problem> getSoftmaxProblem(const Graph &G, const Op &O) {
   Problem P(O.Type == "Softmax" ? PrimKind::Softmax : PrimKind::LogSoftmax);
   int64_t Rank = X->getRank();
   bool Coerced = getDefaultOpset(G) < 13;
-  int64_t Axis = getInt(O, "axis", Coerced ? 1 : -1);
+  int64_t Axis = getIntAttr(O, "axis", Coerced ? 1 : -1);
   if (Axis < 0)
     Axis += Rank;
   if (Axis < 0 || Axis >= Rank)
@@ -479,7 +490,7 @@ static Optional<Problem> getSoftmaxProblem(const Graph &G, const Op &O) {
   return P;
 }
 
-static Optional<Problem> getNormProblem(const Graph &G, const Op &O) {
+static Optional<Problem> getNormalizationProblem(const Graph &G, const Op &O) {
   const TensorType *X = getOperandType(G, O, 0);
   if (!X || X->getRank() < 2)
     return None;
@@ -490,12 +501,12 @@ static Optional<Problem> getNormProblem(const Graph &G, const Op &O) {
     P.Shapes = {toDims(X->Dims)};
     unsigned Results =
         count_if(O.Results, [](TensorId T) { return T != NoId; });
-    P.Params = {getInt(O, "training_mode", 0) || Results > 1};
+    P.Params = {getIntAttr(O, "training_mode", 0) || Results > 1};
     return P;
   }
   // LayerNormalization over the dimensions from the axis on, as rows.
   int64_t Rank = X->getRank();
-  int64_t Axis = getInt(O, "axis", -1);
+  int64_t Axis = getIntAttr(O, "axis", -1);
   if (Axis < 0)
     Axis += Rank;
   if (Axis < 0 || Axis >= Rank)
@@ -545,26 +556,8 @@ static Optional<Problem> getReductionProblem(const Graph &G, const Op &O) {
   if (!X || !Y || X->getRank() == 0)
     return None;
   Problem P(PrimKind::Reduction);
-  StringRef T = O.Type;
-  if (T == "ReduceSum") {
-    P.Alg = algorithm::reduction_sum;
-  } else if (T == "ReduceMean") {
-    P.Alg = algorithm::reduction_mean;
-  } else if (T == "ReduceMax") {
-    P.Alg = algorithm::reduction_max;
-  } else if (T == "ReduceMin") {
-    P.Alg = algorithm::reduction_min;
-  } else if (T == "ReduceProd") {
-    P.Alg = algorithm::reduction_mul;
-  } else if (T == "ReduceL1" || T == "ReduceL2") {
-    P.Alg = algorithm::reduction_norm_lp_sum;
-    P.Alpha = T == "ReduceL1" ? 1 : 2;
-  } else if (T == "ReduceSumSquare") {
-    P.Alg = algorithm::reduction_norm_lp_power_p_sum;
-    P.Alpha = 2;
-  } else {
+  if (!setAlgorithm(ReductionOps, O, P))
     return None;
-  }
   Optional<memory::dims> Dst = getReducedDims(O, X->Dims, Y->Dims);
   if (!Dst || *Dst == toDims(X->Dims))
     return None;
@@ -579,10 +572,10 @@ static Optional<Problem> getRecurrentProblem(const Graph &G, const Op &O) {
   if (!X || !W || !R || X->getRank() != 3 || W->getRank() != 3 ||
       R->getRank() != 3)
     return None;
-  Problem P(O.Type == "LSTM"                      ? PrimKind::LSTM
-            : O.Type == "RNN"                     ? PrimKind::VanillaRNN
-            : getInt(O, "linear_before_reset", 0) ? PrimKind::LbrGRU
-                                                  : PrimKind::GRU);
+  Problem P(O.Type == "LSTM"                          ? PrimKind::LSTM
+            : O.Type == "RNN"                         ? PrimKind::VanillaRNN
+            : getIntAttr(O, "linear_before_reset", 0) ? PrimKind::LbrGRU
+                                                      : PrimKind::GRU);
   if (P.Kind == PrimKind::VanillaRNN) {
     P.Alg = algorithm::eltwise_tanh;
     if (const Attribute *A = O.Attrs.get("activations");
@@ -596,37 +589,25 @@ static Optional<Problem> getRecurrentProblem(const Graph &G, const Op &O) {
         return None;
     }
   }
-  bool BatchFirst = getInt(O, "layout", 0) == 1;
+  bool BatchFirst = getIntAttr(O, "layout", 0) == 1;
   int64_t T = X->Dims[BatchFirst ? 1 : 0], N = X->Dims[BatchFirst ? 0 : 1];
-  StringRef Dir = getString(O, "direction", "forward");
+  StringRef Dir = getStringAttr(O, "direction", "forward");
   int64_t DirKind = Dir == "bidirectional" ? 2 : Dir == "reverse" ? 1 : 0;
   P.Params = {T, N, X->Dims[2], R->Dims[2], W->Dims[0], DirKind};
   return P;
 }
 
-namespace {
-/// The problem builder that measures an op: the ONEDNN field of the op
-/// registry (include/dp/IR/Ops.def).
-enum class DnnlOpKind : uint8_t {
-  None,
-  Conv,
-  Deconv,
-  MatMul,
-  Pooling,
-  Binary,
-  Softmax,
-  Normalization,
-  Reduction,
-  Recurrent,
-  Eltwise,
-};
-} // namespace
+/// Builds the problem that measures an op, or declines it (None).
+using ProblemBuilder = Optional<Problem> (*)(const Graph &G, const Op &O);
 
-static DnnlOpKind getDnnlOpKind(StringRef Type) {
-  static const StringMap<DnnlOpKind> Kinds = [] {
-    StringMap<DnnlOpKind> M;
-#define DNNL(PRIMITIVE) DnnlOpKind::PRIMITIVE
-#define NO_DNNL DnnlOpKind::None
+/// The problem builder that measures op \p Type: the ONEDNN field of the
+/// op registry (include/dp/IR/Ops.def), DNNL(PRIMITIVE) naming
+/// get<PRIMITIVE>Problem; null for an op that is not measured.
+static ProblemBuilder getProblemBuilder(StringRef Type) {
+  static const StringMap<ProblemBuilder> Builders = [] {
+    StringMap<ProblemBuilder> M;
+#define DNNL(PRIMITIVE) &get##PRIMITIVE##Problem
+#define NO_DNNL nullptr
 #define OP(NAME, COST, BACKWARD, ONEDNN, FEATURE, OPSET, RUNTIME)              \
   M.try_emplace(NAME, ONEDNN);
 #include "dp/IR/Ops.def"
@@ -634,8 +615,8 @@ static DnnlOpKind getDnnlOpKind(StringRef Type) {
 #undef NO_DNNL
     return M;
   }();
-  auto It = Kinds.find(Type);
-  return It == Kinds.end() ? DnnlOpKind::None : It->second;
+  auto It = Builders.find(Type);
+  return It == Builders.end() ? nullptr : It->second;
 }
 
 /// The problems whose times add up to forward op \p O's.
@@ -643,41 +624,10 @@ static Optional<std::vector<Problem>> getForwardProblems(const Graph &G,
                                                          const Op &O) {
   if (!O.Domain.empty() && O.Domain != "ai.onnx")
     return None;
-  Optional<Problem> P;
-  switch (getDnnlOpKind(O.Type)) {
-  case DnnlOpKind::None:
+  ProblemBuilder Build = getProblemBuilder(O.Type);
+  if (!Build)
     return None;
-  case DnnlOpKind::Conv:
-    P = getConvProblem(G, O, PrimKind::ConvFwd);
-    break;
-  case DnnlOpKind::Deconv:
-    P = getConvProblem(G, O, PrimKind::DeconvFwd);
-    break;
-  case DnnlOpKind::MatMul:
-    P = getMatMulProblem(G, O);
-    break;
-  case DnnlOpKind::Pooling:
-    P = getPoolingProblem(G, O);
-    break;
-  case DnnlOpKind::Binary:
-    P = getBinaryProblem(G, O);
-    break;
-  case DnnlOpKind::Softmax:
-    P = getSoftmaxProblem(G, O);
-    break;
-  case DnnlOpKind::Normalization:
-    P = getNormProblem(G, O);
-    break;
-  case DnnlOpKind::Reduction:
-    P = getReductionProblem(G, O);
-    break;
-  case DnnlOpKind::Recurrent:
-    P = getRecurrentProblem(G, O);
-    break;
-  case DnnlOpKind::Eltwise:
-    P = getEltwiseProblem(G, O);
-    break;
-  }
+  Optional<Problem> P = Build(G, O);
   if (!P)
     return None;
   // Every float operand and result must have the element type measured.

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dp/Cost/OpCost.h"
+#include "OpAttributes.h"
 #include "dp/IR/Annotations.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -188,45 +189,34 @@ static double product(ArrayRef<int64_t> Dims) {
   return P;
 }
 
-/// Bytes of every distinct operand (an operand used twice is read once).
-static double operandBytes(const Graph &G, const Op &O) {
+/// \p Measure summed over the present tensors of \p Ts, in order; with
+/// \p Distinct, a tensor listed twice counts once.
+static double sumOver(const Graph &G, ArrayRef<TensorId> Ts,
+                      double (*Measure)(const TensorType *),
+                      bool Distinct = false) {
   SmallSet<TensorId, 4> Seen;
   double Sum = 0;
-  for (TensorId T : O.Operands)
-    if (T != NoId && Seen.insert(T).second)
-      Sum += numBytes(&G.getTensor(T).Type);
+  for (TensorId T : Ts)
+    if (T != NoId && (!Distinct || Seen.insert(T).second))
+      Sum += Measure(&G.getTensor(T).Type);
   return Sum;
+}
+
+/// Bytes of every distinct operand (an operand used twice is read once).
+static double operandBytes(const Graph &G, const Op &O) {
+  return sumOver(G, O.Operands, numBytes, /*Distinct=*/true);
 }
 
 static double resultBytes(const Graph &G, const Op &O) {
-  double Sum = 0;
-  for (TensorId T : O.Results)
-    if (T != NoId)
-      Sum += numBytes(&G.getTensor(T).Type);
-  return Sum;
+  return sumOver(G, O.Results, numBytes);
 }
 
 static double resultElements(const Graph &G, const Op &O) {
-  double Sum = 0;
-  for (TensorId T : O.Results)
-    if (T != NoId)
-      Sum += numElements(&G.getTensor(T).Type);
-  return Sum;
+  return sumOver(G, O.Results, numElements);
 }
 
 static unsigned numPresent(ArrayRef<TensorId> Ts) {
   return count_if(Ts, [](TensorId T) { return T != NoId; });
-}
-
-static int64_t getIntAttr(const Op &O, StringRef Name, int64_t Default) {
-  const Attribute *A = O.Attrs.get(Name);
-  return A && A->getKind() == AttrKind::Int ? A->getInt() : Default;
-}
-
-static StringRef getStringAttr(const Op &O, StringRef Name, StringRef Default) {
-  const Attribute *A = O.Attrs.get(Name);
-  return A && A->getKind() == AttrKind::String ? StringRef(A->getString())
-                                               : Default;
 }
 
 static bool isFloatType(DTypeKind K) {
