@@ -203,6 +203,11 @@ struct RouteTree {
 };
 } // namespace
 
+std::vector<bool> getReachableNodes(unsigned Src, unsigned NumDevices,
+                                    unsigned NumNodes, ArrayRef<Link> Links) {
+  return RouteTree(Src, NumDevices, getChannelAdjacency(NumNodes, Links)).Seen;
+}
+
 Expected<Cluster>
 Cluster::create(std::string Name, std::vector<DeviceType> Types,
                 std::vector<Device> Devices, std::vector<std::string> Switches,

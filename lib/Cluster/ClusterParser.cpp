@@ -31,7 +31,6 @@
 #include "llvm/Support/YAMLParser.h"
 
 #include <cmath>
-#include <deque>
 #include <limits>
 
 using namespace llvm;
@@ -719,26 +718,8 @@ void ClusterReader::readDeviceType(const DocNode &N,
 void ClusterReader::checkReachability() {
   unsigned D = Devices.size();
   unsigned NumNodes = D + Switches.size();
-  std::vector<std::vector<unsigned>> Adj(NumNodes);
-  for (const Link &L : Links) {
-    Adj[L.A].push_back(L.B);
-    Adj[L.B].push_back(L.A);
-  }
   for (unsigned Src = 0; Src != D; ++Src) {
-    std::vector<bool> Seen(NumNodes, false);
-    std::deque<unsigned> Queue{Src};
-    Seen[Src] = true;
-    while (!Queue.empty()) {
-      unsigned N = Queue.front();
-      Queue.pop_front();
-      if (N != Src && N < D)
-        continue;
-      for (unsigned Next : Adj[N])
-        if (!Seen[Next]) {
-          Seen[Next] = true;
-          Queue.push_back(Next);
-        }
-    }
+    std::vector<bool> Seen = getReachableNodes(Src, D, NumNodes, Links);
     bool Failed = false;
     for (unsigned Dst = 0; Dst != D; ++Dst)
       if (!Seen[Dst]) {

@@ -192,6 +192,13 @@ private:
 int lookupNode(llvm::ArrayRef<Device> Devices,
                llvm::ArrayRef<std::string> Switches, llvm::StringRef Name);
 
+/// Which nodes (numbered as by lookupNode) device \p Src reaches over
+/// \p Links, through switches only, as Cluster::create routes: devices do
+/// not forward traffic.
+std::vector<bool> getReachableNodes(unsigned Src, unsigned NumDevices,
+                                    unsigned NumNodes,
+                                    llvm::ArrayRef<Link> Links);
+
 /// The built-in presets' names, in the order -print-cluster lists them.
 llvm::ArrayRef<llvm::StringRef> getClusterPresetNames();
 
