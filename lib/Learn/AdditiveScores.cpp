@@ -452,85 +452,101 @@ void splitQueries(const ScoreKeys &Keys, const float *Q, int64_t B,
   }
 }
 
-/// Calls \p Run(First, Count, Set) for the queries \p Product in groups
-/// that share a set of keys: up to MaxGroup at once when every query
-/// reads set 0, else one at a time with its own set.
-template <typename Fn>
-void forEachGroup(llvm::ArrayRef<int64_t> Product, bool Shared, Fn Run) {
+/// Scores the queries of \p Q [B, H] by the vector kernels: \p Alone(I,
+/// Set) for each query the tanh loop takes, with its set of keys, then
+/// \p Together(Group, Set, EQ) for those the product form takes, in groups
+/// that share a set of keys: up to MaxGroup at once when every query reads
+/// set 0, else one at a time with its own set. EQ holds their e^{-2q}
+/// rows, query I's at EQ + I * H.
+template <typename AloneFn, typename TogetherFn>
+void forEachQuery(const ScoreKeys &Keys, const float *Q, int64_t B,
+                  AloneFn Alone, TogetherFn Together) {
+  llvm::SmallVector<int64_t, 32> Product, Rest;
+  llvm::SmallVector<float, 2560> EQ;
+  splitQueries(Keys, Q, B, Product, Rest, EQ);
+  bool Shared = Keys.sets() == 1;
+  for (int64_t I : Rest)
+    Alone(I, Shared ? 0 : I);
   size_t Step = Shared ? MaxGroup : 1;
   for (size_t First = 0; First < Product.size(); First += Step) {
     size_t Count = std::min(Step, Product.size() - First);
-    Run(Product.slice(First, Count), Shared ? 0 : Product[First]);
+    Together(llvm::ArrayRef<int64_t>(Product).slice(First, Count),
+             Shared ? 0 : Product[First], EQ.data());
   }
+}
+
+void scoresVector(const ScoreKeys &Keys, const float *Q, const float *V,
+                  float *S, int64_t B) {
+  const float *K = Keys.keys();
+  int64_t Ls = Keys.numKeys(), H = Keys.width();
+  forEachQuery(
+      Keys, Q, B,
+      [&](int64_t I, int64_t Set) {
+        scoresAvx512(K + Set * Ls * H, Q + I * H, V, S + I * Ls, 1, 1, Ls, H);
+      },
+      [&](llvm::ArrayRef<int64_t> Group, int64_t Set, const float *EQ) {
+        const float *EQs[MaxGroup];
+        float *Ss[MaxGroup];
+        for (size_t G = 0; G != Group.size(); ++G) {
+          EQs[G] = EQ + Group[G] * H;
+          Ss[G] = S + Group[G] * Ls;
+        }
+        forGroup<ScoresGroup>(Group.size(), Keys.expKeys() + Set * Ls * H,
+                              (const float *const *)EQs, V, (float *const *)Ss,
+                              Ls, H);
+      });
+}
+
+void scoresBackwardVector(const ScoreKeys &Keys, const float *Q, const float *V,
+                          const float *DS, float *DV, float *DK, float *DQ,
+                          int64_t B) {
+  const float *K = Keys.keys();
+  int64_t Ls = Keys.numKeys(), H = Keys.width();
+  forEachQuery(
+      Keys, Q, B,
+      [&](int64_t I, int64_t Set) {
+        scoresBackwardAvx512(K + Set * Ls * H, Q + I * H, V, DS + I * Ls, DV,
+                             DK + Set * Ls * H, DQ + I * H, 1, 1, Ls, H);
+      },
+      [&](llvm::ArrayRef<int64_t> Group, int64_t Set, const float *EQ) {
+        const float *EQs[MaxGroup], *DSs[MaxGroup];
+        float *DQs[MaxGroup];
+        for (size_t G = 0; G != Group.size(); ++G) {
+          EQs[G] = EQ + Group[G] * H;
+          DSs[G] = DS + Group[G] * Ls;
+          DQs[G] = DQ + Group[G] * H;
+        }
+        forGroup<BackwardGroup>(Group.size(), Keys.expKeys() + Set * Ls * H,
+                                (const float *const *)EQs, V,
+                                (const float *const *)DSs, DV,
+                                DK + Set * Ls * H, (float *const *)DQs, Ls, H);
+      });
 }
 } // namespace
 #endif
 
 void additiveScores(const ScoreKeys &Keys, const float *Q, const float *V,
                     float *S, int64_t B) {
-  const float *K = Keys.keys();
-  int64_t N = Keys.sets(), Ls = Keys.numKeys(), H = Keys.width();
+  int64_t N = Keys.sets();
   assert((N == 1 || N == B) && "one set of keys, or one per query");
 #if DP_VECTOR_SCORES
-  if (useVector(Keys.kernel())) {
-    llvm::SmallVector<int64_t, 32> Product, Rest;
-    llvm::SmallVector<float, 2560> EQ;
-    splitQueries(Keys, Q, B, Product, Rest, EQ);
-    for (int64_t I : Rest)
-      scoresAvx512(K + (N == 1 ? 0 : I) * Ls * H, Q + I * H, V, S + I * Ls, 1,
-                   1, Ls, H);
-    forEachGroup(Product, N == 1, [&](llvm::ArrayRef<int64_t> Group,
-                                      int64_t Set) {
-      const float *EQs[MaxGroup];
-      float *Ss[MaxGroup];
-      for (size_t G = 0; G != Group.size(); ++G) {
-        EQs[G] = EQ.data() + Group[G] * H;
-        Ss[G] = S + Group[G] * Ls;
-      }
-      forGroup<ScoresGroup>(Group.size(), Keys.expKeys() + Set * Ls * H,
-                            (const float *const *)EQs, V, (float *const *)Ss,
-                            Ls, H);
-    });
-    return;
-  }
+  if (useVector(Keys.kernel()))
+    return scoresVector(Keys, Q, V, S, B);
 #endif
-  scoresPortable(K, Q, V, S, B, N, Ls, H);
+  scoresPortable(Keys.keys(), Q, V, S, B, N, Keys.numKeys(), Keys.width());
 }
 
 void additiveScoresBackward(const ScoreKeys &Keys, const float *Q,
                             const float *V, const float *DS, float *DV,
                             float *DK, float *DQ, int64_t B) {
-  const float *K = Keys.keys();
-  int64_t N = Keys.sets(), Ls = Keys.numKeys(), H = Keys.width();
+  int64_t N = Keys.sets();
   assert((N == 1 || N == B) && "one set of keys, or one per query");
 #if DP_VECTOR_SCORES
-  if (useVector(Keys.kernel())) {
-    llvm::SmallVector<int64_t, 32> Product, Rest;
-    llvm::SmallVector<float, 2560> EQ;
-    splitQueries(Keys, Q, B, Product, Rest, EQ);
-    for (int64_t I : Rest) {
-      int64_t Set = N == 1 ? 0 : I;
-      scoresBackwardAvx512(K + Set * Ls * H, Q + I * H, V, DS + I * Ls, DV,
-                           DK + Set * Ls * H, DQ + I * H, 1, 1, Ls, H);
-    }
-    forEachGroup(Product, N == 1, [&](llvm::ArrayRef<int64_t> Group,
-                                      int64_t Set) {
-      const float *EQs[MaxGroup], *DSs[MaxGroup];
-      float *DQs[MaxGroup];
-      for (size_t G = 0; G != Group.size(); ++G) {
-        EQs[G] = EQ.data() + Group[G] * H;
-        DSs[G] = DS + Group[G] * Ls;
-        DQs[G] = DQ + Group[G] * H;
-      }
-      forGroup<BackwardGroup>(Group.size(), Keys.expKeys() + Set * Ls * H,
-                              (const float *const *)EQs, V,
-                              (const float *const *)DSs, DV,
-                              DK + Set * Ls * H, (float *const *)DQs, Ls, H);
-    });
-    return;
-  }
+  if (useVector(Keys.kernel()))
+    return scoresBackwardVector(Keys, Q, V, DS, DV, DK, DQ, B);
 #endif
-  scoresBackwardPortable(K, Q, V, DS, DV, DK, DQ, B, N, Ls, H);
+  scoresBackwardPortable(Keys.keys(), Q, V, DS, DV, DK, DQ, B, N,
+                         Keys.numKeys(), Keys.width());
 }
 
 void additiveScores(const float *K, const float *Q, const float *V, float *S,

@@ -108,8 +108,7 @@ Expected<SearchResult> searchColocRL(const LearnTask &T, const SearchOptions &S,
   if (Error E = parsePlacerOptions(Table, Opts))
     return std::move(E);
 
-  setUpTorch(S.Threads, S.Seed);
-  std::mt19937_64 Rng(S.Seed);
+  std::mt19937_64 Rng = setUpTorch(S.Threads, S.Seed);
   ReinforceConfig Config;
   ColocRLPolicy Policy(T, Hidden, Attention);
   Policy->Placer->setLogitSquash(Config.Temperature, Config.TanhConstant);

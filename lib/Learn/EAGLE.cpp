@@ -84,24 +84,11 @@ Expected<SearchResult> searchEAGLE(const LearnTask &T, const SearchOptions &S,
   if (Error E = parsePlacerOptions(Table, Opts))
     return std::move(E);
 
-  setUpTorch(S.Threads, S.Seed);
-  std::mt19937_64 Rng(S.Seed);
+  std::mt19937_64 Rng = setUpTorch(S.Threads, S.Seed);
   // The extra RNN is as wide as the grouper's hidden layer.
   GroupPlacer Policy(T, Group, /*LinkHidden=*/Group.GrouperHidden);
-  const std::vector<int64_t> Meta = Policy->getMeta(T);
-  if (!S.LoadFile.empty())
-    if (Error E = loadPolicy(*Policy, Meta, GroupPlacerImpl::MetaNames,
-                             S.LoadFile, Name))
-      return std::move(E);
-
-  SearchOptions Budget = getSearchBudget(S);
-  PolicySearch Search(T, Budget, Name, DefaultSamples);
-  torch::Tensor X = getFeatures(T);
-  std::vector<uint32_t> Placement;
-
-  if (!S.LoadFile.empty() && !S.FinetuneSamples) {
-    Policy->placeZeroShot(X, Search, Rng, /*GroupingEach=*/true);
-  } else {
+  auto TrainPolicy = [&](PolicySearch &Search, const torch::Tensor &X,
+                         std::vector<uint32_t> &Placement) {
     // An action is a group per unit followed by a device per group.
     int64_t U = T.NumUnits;
     std::vector<torch::Tensor> Params = Policy->parameters();
@@ -155,9 +142,10 @@ Expected<SearchResult> searchEAGLE(const LearnTask &T, const SearchOptions &S,
                    Config.MaxGradNorm);
       }
     }
-  }
-
-  return finishSearch(Search, *Policy, Meta, S, Name);
+  };
+  return searchGroupPlacer(T, S, Policy, Rng, Name, DefaultSamples,
+                           PolicySearch::DefaultMu, /*GroupingEach=*/true,
+                           TrainPolicy);
 }
 
 } // namespace dp

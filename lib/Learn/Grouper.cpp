@@ -209,5 +209,27 @@ std::vector<double> scoreDraw(PolicySearch &Search, const GroupedDraw &D,
   return Rewards;
 }
 
+Expected<SearchResult>
+searchGroupPlacer(const LearnTask &T, const SearchOptions &S,
+                  GroupPlacer &Policy, std::mt19937_64 &Rng, StringRef Name,
+                  uint64_t DefaultSamples, double Mu, bool GroupingEach,
+                  GroupPlacerTrainFn Train) {
+  const std::vector<int64_t> Meta = Policy->getMeta(T);
+  if (!S.LoadFile.empty())
+    if (Error E = loadPolicy(*Policy, Meta, GroupPlacerImpl::MetaNames,
+                             S.LoadFile, Name))
+      return std::move(E);
+
+  SearchOptions Budget = getSearchBudget(S);
+  PolicySearch Search(T, Budget, Name, DefaultSamples, Mu);
+  torch::Tensor X = getFeatures(T);
+  std::vector<uint32_t> Placement;
+  if (!S.LoadFile.empty() && !S.FinetuneSamples)
+    Policy->placeZeroShot(X, Search, Rng, GroupingEach);
+  else
+    Train(Search, X, Placement);
+  return finishSearch(Search, *Policy, Meta, S, Name);
+}
+
 } // namespace learn
 } // namespace dp

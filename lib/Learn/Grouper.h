@@ -155,6 +155,23 @@ TORCH_MODULE(GroupPlacer);
 std::vector<double> scoreDraw(PolicySearch &Search, const GroupedDraw &D,
                               std::vector<uint32_t> &Placement);
 
+/// Trains a group placer over \p Search: \p X the units' features,
+/// \p Placement scratch for scoreDraw.
+using GroupPlacerTrainFn =
+    llvm::function_ref<void(PolicySearch &Search, const torch::Tensor &X,
+                            std::vector<uint32_t> &Placement)>;
+
+/// The search of group placer \p Policy (the Hierarchical Planner, EAGLE)
+/// as \p S asks: loaded from S.LoadFile when there is one, then placing
+/// zero-shot (placeZeroShot, with \p GroupingEach) when not finetuned,
+/// else trained by \p Train; its result as finishSearch gives it.
+/// \p DefaultSamples and \p Mu are the PolicySearch's.
+llvm::Expected<SearchResult>
+searchGroupPlacer(const LearnTask &T, const SearchOptions &S,
+                  GroupPlacer &Policy, std::mt19937_64 &Rng,
+                  llvm::StringRef Name, uint64_t DefaultSamples, double Mu,
+                  bool GroupingEach, GroupPlacerTrainFn Train);
+
 } // namespace learn
 } // namespace dp
 

@@ -43,25 +43,12 @@ Expected<SearchResult> searchHierarchical(const LearnTask &T,
   if (Error E = parsePlacerOptions(Table, Opts))
     return std::move(E);
 
-  setUpTorch(S.Threads, S.Seed);
-  std::mt19937_64 Rng(S.Seed);
+  std::mt19937_64 Rng = setUpTorch(S.Threads, S.Seed);
   ReinforceConfig Config;
   GroupPlacer Policy(T, Group, /*LinkHidden=*/0);
   Policy->Placer->setLogitSquash(Config.Temperature, Config.TanhConstant);
-  const std::vector<int64_t> Meta = Policy->getMeta(T);
-  if (!S.LoadFile.empty())
-    if (Error E = loadPolicy(*Policy, Meta, GroupPlacerImpl::MetaNames,
-                             S.LoadFile, Name))
-      return std::move(E);
-
-  SearchOptions Budget = getSearchBudget(S);
-  PolicySearch Search(T, Budget, Name, DefaultSamples, Config.BaselineDecay);
-  torch::Tensor X = getFeatures(T);
-  std::vector<uint32_t> Placement;
-
-  if (!S.LoadFile.empty() && !S.FinetuneSamples) {
-    Policy->placeZeroShot(X, Search, Rng, /*GroupingEach=*/false);
-  } else {
+  auto TrainPolicy = [&](PolicySearch &Search, const torch::Tensor &X,
+                         std::vector<uint32_t> &Placement) {
     // Each step: one grouping (the paper's m = 1) and k placements of its
     // groups; the grouping's log-probability joins each placement's.
     std::vector<torch::Tensor> Params = Policy->parameters();
@@ -83,9 +70,10 @@ Expected<SearchResult> searchHierarchical(const LearnTask &T,
           Policy->Placer->evaluate(D.Encoding, D.Devices).first.sum(1);
       updateReinforce(DeviceLogp + GroupLogp, Advantages, Config, Opt, Params);
     }
-  }
-
-  return finishSearch(Search, *Policy, Meta, S, Name);
+  };
+  return searchGroupPlacer(T, S, Policy, Rng, Name, DefaultSamples,
+                           Config.BaselineDecay, /*GroupingEach=*/false,
+                           TrainPolicy);
 }
 
 } // namespace dp

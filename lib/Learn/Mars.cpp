@@ -77,8 +77,7 @@ Expected<SearchResult> searchMars(const LearnTask &T, const SearchOptions &S,
   if (!Device)
     return Device.takeError();
 
-  setUpTorch(S.Threads, S.Seed);
-  std::mt19937_64 Rng(S.Seed);
+  std::mt19937_64 Rng = setUpTorch(S.Threads, S.Seed);
   int64_t Width = T.NumFeatures;
   if (Features == FeatureSet::Paper)
     Width -= T.NumCostFeatures;
@@ -170,8 +169,7 @@ Expected<SearchResult> searchMars(const LearnTask &T, const SearchOptions &S,
 std::vector<double> pretrainGraphEncoder(const LearnTask &T,
                                          unsigned Iterations, unsigned Hidden,
                                          uint64_t Seed, unsigned Threads) {
-  setUpTorch(Threads, Seed);
-  std::mt19937_64 Rng(Seed);
+  std::mt19937_64 Rng = setUpTorch(Threads, Seed);
   GCNEncoder Enc(T.NumFeatures, Hidden, 3);
   return pretrainDGI(Enc, getFeatures(T), getNormalizedAdjacency(T),
                      Iterations, /*LearningRate=*/1e-3, Rng);

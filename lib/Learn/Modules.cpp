@@ -30,7 +30,7 @@ using namespace llvm;
 namespace dp {
 namespace learn {
 
-void setUpTorch(unsigned Threads, uint64_t Seed) {
+std::mt19937_64 setUpTorch(unsigned Threads, uint64_t Seed) {
   if (!Threads)
     Threads = std::max(1u, std::thread::hardware_concurrency());
   torch::set_num_threads(Threads);
@@ -47,6 +47,7 @@ void setUpTorch(unsigned Threads, uint64_t Seed) {
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
   mallopt(M_TRIM_THRESHOLD, 256 << 20);
   torch::manual_seed(Seed);
+  return std::mt19937_64(Seed);
 }
 
 static constexpr EnumEntry<DeviceChoice> DeviceChoiceNames[] = {
@@ -504,18 +505,10 @@ torch::Tensor SegmentSeq2SeqImpl::follow(const Encoding &E, size_t S,
                                          const torch::Tensor &Actions) {
   if (isFused())
     return followFused(E, S, Prev, Actions);
-  const torch::Tensor &Gates = E.InputGates[S];
-  int64_t Len = Gates.size(0), Batch = Actions.size(0);
-  torch::Tensor RecurrentT = DecoderRecurrent.t();
-  torch::Tensor H = E.H0[S].expand({Batch, Hidden});
-  torch::Tensor C = E.C0[S].expand({Batch, Hidden});
-  std::vector<torch::Tensor> States;
-  States.reserve(Len);
-  for (int64_t I = 0; I != Len; ++I) {
-    States.push_back(step(E, S, Gates[I], I ? Actions.select(1, I - 1) : Prev,
-                          RecurrentT, H, C));
-  }
-  return torch::stack(States);
+  return decode(
+      E, S, Actions.size(0),
+      [&](int64_t I) { return I ? Actions.select(1, I - 1) : Prev; },
+      [](const torch::Tensor &) {});
 }
 
 torch::Tensor SegmentSeq2SeqImpl::choose(const Encoding &E, size_t S,
@@ -524,17 +517,25 @@ torch::Tensor SegmentSeq2SeqImpl::choose(const Encoding &E, size_t S,
                                          std::vector<int64_t> &Chosen) {
   if (isFused())
     return chooseFused(E, S, Prev, Rng, Greedy, Chosen);
+  return decode(
+      E, S, Prev.size(0), [&](int64_t) { return Prev; },
+      [&](const torch::Tensor &Out) { draw(Out, Prev, Rng, Greedy, Chosen); });
+}
+
+torch::Tensor
+SegmentSeq2SeqImpl::decode(const Encoding &E, size_t S, int64_t Batch,
+                           function_ref<torch::Tensor(int64_t)> Before,
+                           function_ref<void(const torch::Tensor &)> Then) {
   const torch::Tensor &Gates = E.InputGates[S];
-  int64_t Len = Gates.size(0), Batch = Prev.size(0);
+  int64_t Len = Gates.size(0);
   torch::Tensor RecurrentT = DecoderRecurrent.t();
   torch::Tensor H = E.H0[S].expand({Batch, Hidden});
   torch::Tensor C = E.C0[S].expand({Batch, Hidden});
   std::vector<torch::Tensor> States;
   States.reserve(Len);
   for (int64_t I = 0; I != Len; ++I) {
-    torch::Tensor Out = step(E, S, Gates[I], Prev, RecurrentT, H, C);
-    States.push_back(Out);
-    draw(Out, Prev, Rng, Greedy, Chosen);
+    States.push_back(step(E, S, Gates[I], Before(I), RecurrentT, H, C));
+    Then(States.back());
   }
   return torch::stack(States);
 }

@@ -36,8 +36,9 @@ class PolicySearch;
 namespace learn {
 
 /// Sets libtorch's thread count (\p Threads, or every core) and seeds its
-/// generator (parameter initialization) with \p Seed.
-void setUpTorch(unsigned Threads, uint64_t Seed);
+/// generator (parameter initialization) with \p Seed; returns the placer's
+/// own generator (sampling), seeded with \p Seed as well.
+std::mt19937_64 setUpTorch(unsigned Threads, uint64_t Seed);
 
 /// Option device=auto|cpu|cuda.
 enum class DeviceChoice : uint8_t { Auto, CPU, CUDA };
@@ -184,6 +185,13 @@ private:
   torch::Tensor choose(const Encoding &E, size_t S, torch::Tensor &Prev,
                        std::mt19937_64 &Rng, bool Greedy,
                        std::vector<int64_t> &Chosen);
+  /// The unfused decoder over segment \p S for \p Batch placements, one
+  /// step() per position I: \p Before(I) gives the devices chosen one
+  /// position before, and \p Then sees the step's output; the outputs
+  /// [Ls, B, H].
+  torch::Tensor decode(const Encoding &E, size_t S, int64_t Batch,
+                       llvm::function_ref<torch::Tensor(int64_t)> Before,
+                       llvm::function_ref<void(const torch::Tensor &)> Then);
 
   /// The encoder LSTM over segment input \p In [Ls, B, In] from state
   /// (\p H, \p C) ([2, B, H] each), which it leaves as the final state:

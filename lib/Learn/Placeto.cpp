@@ -359,8 +359,7 @@ Expected<SearchResult> searchPlaceto(const LearnTask &T, const SearchOptions &S,
 
   // One thread unless told otherwise: the tensors are a few thousand
   // numbers, and more threads cost more than they share.
-  setUpTorch(S.Threads ? S.Threads : 1, S.Seed);
-  std::mt19937_64 Rng(S.Seed);
+  std::mt19937_64 Rng = setUpTorch(S.Threads ? S.Threads : 1, S.Seed);
   PlacetoPolicy Policy(In, Hidden, T.NumDevices, Hops);
   const std::vector<int64_t> Meta = {T.NumFeatures, int64_t(T.NumDevices),
                                      int64_t(Hidden), int64_t(Hops)};

@@ -53,6 +53,8 @@ class PolicySearch {
 public:
   /// The most bytes of placements kept with their scores by default.
   static constexpr size_t DefaultMemoBytes = size_t(256) << 20;
+  /// The baseline's moving-average weight unless a placer gives its own.
+  static constexpr double DefaultMu = 0.99;
   /// The bytes one kept placement of \p Units units counts for: its
   /// devices, its score and the hash table's node.
   static constexpr size_t memoEntryBytes(size_t Units) {
@@ -64,8 +66,8 @@ public:
   /// placements scored are kept with their scores until they exceed
   /// \p MemoLimitBytes, and then forgotten all at once.
   PolicySearch(const LearnTask &Task, const SearchOptions &Opts,
-               llvm::StringRef Name, uint64_t DefaultSamples, double Mu = 0.99,
-               size_t MemoLimitBytes = DefaultMemoBytes);
+               llvm::StringRef Name, uint64_t DefaultSamples,
+               double Mu = DefaultMu, size_t MemoLimitBytes = DefaultMemoBytes);
 
   /// True once the budget is spent.
   bool done() const;
