@@ -141,31 +141,50 @@ static GraphSummary summarizeGraph(const onnx::GraphProto &G) {
   return S;
 }
 
+/// \p Convert applied to each element of \p Range, in order.
+template <typename RangeT, typename ConvertFn>
+static auto convertEach(const RangeT &Range, ConvertFn Convert) {
+  std::vector<std::decay_t<decltype(Convert(*Range.begin()))>> V;
+  V.reserve(Range.size());
+  for (const auto &X : Range)
+    V.push_back(Convert(X));
+  return V;
+}
+
+/// The type of a sparse tensor: its values' type with its own dimensions.
+static TensorType convertSparseTensorType(const onnx::SparseTensorProto &S) {
+  TensorType T = convertTensorProtoType(S.values());
+  T.Dims.assign(S.dims().begin(), S.dims().end());
+  return T;
+}
+
+/// The type of an attribute from before IR version 2, which may leave it
+/// out: that of the first field that is set.
+static onnx::AttributeProto::AttributeType
+getSetFieldType(const onnx::AttributeProto &A) {
+  using AP = onnx::AttributeProto;
+  static const std::pair<bool (*)(const AP &), AP::AttributeType> Fields[] = {
+      {[](const AP &A) { return A.has_f(); }, AP::FLOAT},
+      {[](const AP &A) { return A.has_i(); }, AP::INT},
+      {[](const AP &A) { return A.has_s(); }, AP::STRING},
+      {[](const AP &A) { return A.has_t(); }, AP::TENSOR},
+      {[](const AP &A) { return A.has_g(); }, AP::GRAPH},
+      {[](const AP &A) { return A.floats_size() != 0; }, AP::FLOATS},
+      {[](const AP &A) { return A.ints_size() != 0; }, AP::INTS},
+      {[](const AP &A) { return A.strings_size() != 0; }, AP::STRINGS}};
+  for (const auto &[IsSet, Type] : Fields)
+    if (IsSet(A))
+      return Type;
+  return AP::UNDEFINED;
+}
+
 static Expected<Attribute> convertAttribute(const onnx::NodeProto &N,
                                             StringRef NodeName,
                                             const onnx::AttributeProto &A) {
   using AP = onnx::AttributeProto;
   auto AttrType = A.type();
-  if (AttrType == AP::UNDEFINED) {
-    // Models from before IR version 2 may leave the type out; take it from
-    // the field that is set.
-    if (A.has_f())
-      AttrType = AP::FLOAT;
-    else if (A.has_i())
-      AttrType = AP::INT;
-    else if (A.has_s())
-      AttrType = AP::STRING;
-    else if (A.has_t())
-      AttrType = AP::TENSOR;
-    else if (A.has_g())
-      AttrType = AP::GRAPH;
-    else if (A.floats_size())
-      AttrType = AP::FLOATS;
-    else if (A.ints_size())
-      AttrType = AP::INTS;
-    else if (A.strings_size())
-      AttrType = AP::STRINGS;
-  }
+  if (AttrType == AP::UNDEFINED)
+    AttrType = getSetFieldType(A);
   switch (AttrType) {
   case AP::FLOAT:
     return Attribute::getFloat(floatToShortestDouble(A.f()));
@@ -173,48 +192,26 @@ static Expected<Attribute> convertAttribute(const onnx::NodeProto &N,
     return Attribute::getInt(A.i());
   case AP::STRING:
     return Attribute::getString(A.s());
-  case AP::FLOATS: {
-    std::vector<double> V;
-    V.reserve(A.floats_size());
-    for (float F : A.floats())
-      V.push_back(floatToShortestDouble(F));
-    return Attribute::getFloats(std::move(V));
-  }
+  case AP::FLOATS:
+    return Attribute::getFloats(convertEach(A.floats(), floatToShortestDouble));
   case AP::INTS:
     return Attribute::getInts({A.ints().begin(), A.ints().end()});
   case AP::STRINGS:
     return Attribute::getStrings({A.strings().begin(), A.strings().end()});
   case AP::TENSOR:
     return Attribute::getTensor(convertTensorProtoType(A.t()));
-  case AP::TENSORS: {
-    std::vector<TensorType> V;
-    for (const auto &T : A.tensors())
-      V.push_back(convertTensorProtoType(T));
-    return Attribute::getTensors(std::move(V));
-  }
-  case AP::SPARSE_TENSOR: {
-    TensorType T = convertTensorProtoType(A.sparse_tensor().values());
-    T.Dims.assign(A.sparse_tensor().dims().begin(),
-                  A.sparse_tensor().dims().end());
-    return Attribute::getTensor(std::move(T));
-  }
-  case AP::SPARSE_TENSORS: {
-    std::vector<TensorType> V;
-    for (const auto &S : A.sparse_tensors()) {
-      TensorType T = convertTensorProtoType(S.values());
-      T.Dims.assign(S.dims().begin(), S.dims().end());
-      V.push_back(std::move(T));
-    }
-    return Attribute::getTensors(std::move(V));
-  }
+  case AP::TENSORS:
+    return Attribute::getTensors(
+        convertEach(A.tensors(), convertTensorProtoType));
+  case AP::SPARSE_TENSOR:
+    return Attribute::getTensor(convertSparseTensorType(A.sparse_tensor()));
+  case AP::SPARSE_TENSORS:
+    return Attribute::getTensors(
+        convertEach(A.sparse_tensors(), convertSparseTensorType));
   case AP::GRAPH:
     return Attribute::getGraph(summarizeGraph(A.g()));
-  case AP::GRAPHS: {
-    std::vector<GraphSummary> V;
-    for (const auto &G : A.graphs())
-      V.push_back(summarizeGraph(G));
-    return Attribute::getGraphs(std::move(V));
-  }
+  case AP::GRAPHS:
+    return Attribute::getGraphs(convertEach(A.graphs(), summarizeGraph));
   case AP::TYPE_PROTO:
   case AP::TYPE_PROTOS: {
     std::vector<TensorType> V;
