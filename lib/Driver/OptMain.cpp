@@ -80,7 +80,7 @@ static Error writeIR(const OptJob &Job, const Graph &G) {
   if (!Job.OutputText && !Job.Force && Job.Output == "-" &&
       outs().is_displayed()) {
     if (Job.Report)
-      WithColor::warning(*Job.Report, "dp-opt")
+      WithColor::warning(*Job.Report, Job.Tool)
           << "not writing binary IR to a terminal; use -S for text, -o to "
              "name a file, or -f to force\n";
     return Error::success();
@@ -430,6 +430,7 @@ int optMain(int argc, char **argv, StringRef Tool, StringRef Overview) {
       if (Error E = parsePipelineText(P).takeError())
         return Fail(std::move(E));
   OptJob Job = Flags.getJob();
+  Job.Tool = Tool.str();
   if (Flags.PrintPipeline) {
     if (Error E = printParsedPipeline(Job.Pipeline))
       return Fail(std::move(E));

@@ -52,6 +52,8 @@ struct OptJob {
   /// searching placers print progress (null: nowhere).
   llvm::raw_ostream *Report = &llvm::errs();
   llvm::raw_ostream *Progress = &llvm::errs();
+  /// The tool that names itself in warnings.
+  std::string Tool = "dp-opt";
 };
 
 /// Runs \p Job: reads the cluster and the input, runs the pipeline and
