@@ -352,7 +352,7 @@ struct AlgorithmEntry {
   StringRef Type;
   algorithm Alg;
   double Alpha = 0, Beta = 0;
-  StringRef AlphaAttr;
+  StringRef AlphaAttr = {};
 };
 } // namespace
 

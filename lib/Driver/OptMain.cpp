@@ -31,23 +31,6 @@ using namespace llvm;
 
 namespace dp {
 
-/// \p E with every error that names no file naming \p File.
-static Error inFile(Error E, StringRef File) {
-  return handleErrors(
-      std::move(E),
-      [&](std::unique_ptr<LocatedError> L) -> Error {
-        L->setFileIfEmpty(File);
-        return Error(std::move(L));
-      },
-      [&](const ErrorInfoBase &Other) -> Error {
-        // Errors from LLVM itself (a file that cannot be opened, ...) carry
-        // their own text; they still name the input.
-        DiagLocation Loc;
-        Loc.File = File.str();
-        return make_error<LocatedError>(std::move(Loc), Other.message());
-      });
-}
-
 /// The IR \p Bytes hold (text or bytecode), verified.
 static Expected<Graph> readIR(MemoryBufferRef Input) {
   StringRef Bytes = Input.getBuffer();
@@ -85,7 +68,7 @@ static Error writeIR(const OptJob &Job, const Graph &G) {
              "name a file, or -f to force\n";
     return Error::success();
   }
-  return inFile(writeFileAtomically(Job.Output,
+  return nameFile(writeFileAtomically(Job.Output,
                                     [&](raw_ostream &OS) {
                                       if (Job.OutputText)
                                         printGraph(OS, G);
@@ -113,7 +96,7 @@ Error runOpt(const OptJob &Job) {
       MemoryBuffer::getFileOrSTDIN(Job.Input, /*IsText=*/false,
                                    /*RequiresNullTerminator=*/false);
   if (std::error_code EC = BufOrErr.getError())
-    return inFile(makeError("cannot read the input: " + EC.message()), Name);
+    return nameFile(makeError("cannot read the input: " + EC.message()), Name);
   std::unique_ptr<MemoryBuffer> Input = std::move(*BufOrErr);
   MemoryBufferRef InputRef(Input->getBuffer(), Name);
 
@@ -125,7 +108,7 @@ Error runOpt(const OptJob &Job) {
   if (isBytecode(Bytes) || looksLikeGraphText(Bytes)) {
     Expected<Graph> Parsed = readIR(InputRef);
     if (!Parsed)
-      return inFile(Parsed.takeError(), Name);
+      return nameFile(Parsed.takeError(), Name);
     G = std::move(*Parsed);
   } else {
     Expected<std::string> Imported = withImport(Pipeline);
@@ -169,10 +152,10 @@ Error runOpt(const OptJob &Job) {
     if (!File.empty())
       PM.setDriverOption(Key, File);
   if (Error E = PM.run(G, Ctx))
-    return inFile(std::move(E), Name);
+    return nameFile(std::move(E), Name);
   if (!Job.VerifyEach)
     if (Error E = verifyGraph(G))
-      return inFile(joinErrors(makeError("the pipeline left a malformed graph"),
+      return nameFile(joinErrors(makeError("the pipeline left a malformed graph"),
                                std::move(E)),
                     Name);
   if (Timers && Job.Report) {

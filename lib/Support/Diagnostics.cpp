@@ -78,27 +78,31 @@ Error ErrorList::take() {
   return std::move(Errors);
 }
 
+Error nameFile(Error Err, StringRef File) {
+  return handleErrors(
+      std::move(Err),
+      [&](std::unique_ptr<LocatedError> E) -> Error {
+        E->setFileIfEmpty(File);
+        return Error(std::move(E));
+      },
+      [&](const ErrorInfoBase &E) -> Error {
+        // Errors from LLVM itself (a file that cannot be opened, ...) carry
+        // their own text; they still name the input.
+        DiagLocation Loc;
+        Loc.File = File.str();
+        return make_error<LocatedError>(std::move(Loc), E.message());
+      });
+}
+
 unsigned printErrors(raw_ostream &OS, StringRef Tool, StringRef DefaultFile,
                      Error Err) {
   unsigned Count = 0;
-  handleAllErrors(
-      std::move(Err),
-      [&](LocatedError &E) {
-        E.setFileIfEmpty(DefaultFile);
-        OS << Tool << ": ";
-        E.log(OS);
-        OS << '\n';
-        ++Count;
-      },
-      [&](const ErrorInfoBase &E) {
-        // Errors from LLVM itself (a file that cannot be opened, ...) carry
-        // their own text; they still name the input.
-        OS << Tool << ": ";
-        if (!DefaultFile.empty())
-          OS << DefaultFile << ": ";
-        OS << "error: " << E.message() << '\n';
-        ++Count;
-      });
+  handleAllErrors(nameFile(std::move(Err), DefaultFile), [&](LocatedError &E) {
+    OS << Tool << ": ";
+    E.log(OS);
+    OS << '\n';
+    ++Count;
+  });
   return Count;
 }
 

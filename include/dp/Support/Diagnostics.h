@@ -98,6 +98,12 @@ private:
   llvm::Error Errors = llvm::Error::success();
 };
 
+/// \p Err with every error that names no file naming \p File: a
+/// LocatedError gets it as its file, and any other error (LLVM's own, a
+/// file that cannot be opened, ...) becomes a LocatedError of its text in
+/// \p File.
+llvm::Error nameFile(llvm::Error Err, llvm::StringRef File);
+
 /// Prints every error in \p Err (a joinErrors list prints one line each) as
 /// "<Tool>: <location>: error: <message>", naming \p DefaultFile where an
 /// error names no file. Returns the number of errors printed.
